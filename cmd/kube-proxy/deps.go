@@ -1,0 +1,42 @@
+package main
+
+// Temporary: pins the product's dependencies while the packages that use them are written.
+import (
+	_ "github.com/google/go-cmp/cmp"
+	_ "github.com/google/nftables"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/client_golang/prometheus/promhttp"
+	_ "github.com/prometheus/client_golang/prometheus/testutil"
+	_ "github.com/spf13/cobra"
+	_ "github.com/spf13/pflag"
+	_ "github.com/vishvananda/netlink"
+	_ "github.com/vishvananda/netns"
+	_ "golang.org/x/sync/errgroup"
+	_ "golang.org/x/sys/unix"
+	_ "k8s.io/api/core/v1"
+	_ "k8s.io/api/discovery/v1"
+	_ "k8s.io/api/networking/v1"
+	_ "k8s.io/apimachinery/pkg/util/sets"
+	_ "k8s.io/apimachinery/pkg/util/validation/field"
+	_ "k8s.io/client-go/informers"
+	_ "k8s.io/client-go/kubernetes"
+	_ "k8s.io/client-go/kubernetes/fake"
+	_ "k8s.io/client-go/tools/clientcmd"
+	_ "k8s.io/client-go/tools/events"
+	_ "k8s.io/client-go/tools/record"
+	_ "k8s.io/component-base/cli/flag"
+	_ "k8s.io/component-base/featuregate"
+	_ "k8s.io/component-base/logs"
+	_ "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/metrics"
+	_ "k8s.io/component-base/version"
+	_ "k8s.io/component-base/configz"
+	_ "k8s.io/klog/v2"
+	_ "k8s.io/kube-proxy/config/v1alpha1"
+	_ "k8s.io/utils/exec"
+	_ "k8s.io/utils/ptr"
+	_ "sigs.k8s.io/knftables"
+	_ "sigs.k8s.io/yaml"
+)
+
+func main() {}

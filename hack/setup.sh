@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One-time setup of a fresh Debian machine (as root) for everything in this repository:
+# the system packages the proxy, the lab and the tests use, the pinned upstream binaries
+# (hack/build-tools.sh) and the product. Safe to re-run: each step skips what is done.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ "$(id -u)" != 0 ]; then
+  echo "setup: must run as root (it installs packages; the lab creates network namespaces)" >&2
+  exit 1
+fi
+
+# nftables/iptables: the dataplanes and their inspection; conntrack: inspecting flows;
+# iproute2: network namespaces and veth for the lab; procps/psmisc: process inspection.
+packages=(nftables iptables conntrack iproute2 procps psmisc ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "setup: system packages present"
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  if [ -x /usr/local/go/bin/go ]; then
+    export PATH=/usr/local/go/bin:$PATH
+  else
+    echo "setup: no Go toolchain found (expected /usr/local/go)" >&2
+    exit 1
+  fi
+fi
+
+"$root/hack/build-tools.sh"
+echo "setup: building the product"
+(cd "$root" && go build -trimpath -o _output/bin/ ./cmd/...)
+echo "setup: done"

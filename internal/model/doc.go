@@ -1,0 +1,20 @@
+// Package model is kproxy's pure model of Services and their endpoints, from which
+// every dataplane mode renders its rules.
+//
+// It reproduces the semantics of upstream kube-proxy v1.37.2 (pkg/proxy: the service and
+// endpoints change trackers, the EndpointSlice cache and CategorizeEndpoints) with an API
+// shaped for incremental syncs:
+//
+//   - ServicePortsForFamily converts a v1.Service into the ServicePorts of one IP family.
+//   - EndpointsForService merges a Service's EndpointSlices into per-port endpoints.
+//   - CategorizeEndpoints splits a port's endpoints by traffic policy and topology.
+//   - State tracks changes from informers (On* handlers, safe from any goroutine) and
+//     applies them on Commit, which costs time proportional to what changed and returns
+//     an Update describing exactly that. After Commit the sync loop reads cached
+//     ServicePortViews.
+//
+// Contract: the package does no I/O, does not log and holds no global state. Bad API data
+// never panics: it is skipped as upstream skips it and reported as a *DataError so that
+// the caller can log it and emit an Event. One State serves one IP family; a dual-stack
+// proxy runs two and sends every event to both.
+package model
