@@ -2,39 +2,46 @@
 # Builds the pinned upstream binaries into _output/bin: etcd, kube-apiserver (the lab's
 # real control plane) and upstream kube-proxy as kube-proxy-upstream (the reference peer
 # of the benchmarks; _output/bin/kube-proxy is our product).
-# A binary is rebuilt only when its module files are newer than it, so a warm run is
-# a few stat calls.
+# A binary is rebuilt only when its inputs (the module's go.mod and go.sum, and the
+# link flags) differ from those it was built from, so a warm run is a few hashes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/_output/bin"
 mkdir -p "$out"
 
-# up_to_date BIN MODULE_DIR: true when BIN exists and is newer than the module's files.
-up_to_date() {
-  local bin=$1 dir=$2
-  [ -x "$bin" ] || return 1
-  [ "$bin" -nt "$dir/go.mod" ] && [ "$bin" -nt "$dir/go.sum" ]
+# stamp MODULE_DIR LDFLAGS: a digest of what a binary is built from.
+stamp() {
+  cat "$1/go.mod" "$1/go.sum" <(echo "$2") | sha256sum | cut -d' ' -f1
 }
 
-# build MODULE_DIR NAME=PACKAGE...: builds each stale binary NAME from PACKAGE.
+# build MODULE_DIR LDFLAGS NAME=PACKAGE...: builds each stale binary NAME from PACKAGE.
 build() {
-  local dir=$1; shift
-  local pair bin pkg start
+  local dir=$1 ldflags=$2; shift 2
+  local pair bin pkg start want
+  want=$(stamp "$dir" "$ldflags")
   for pair in "$@"; do
     bin=${pair%%=*} pkg=${pair#*=}
-    if up_to_date "$out/$bin" "$dir"; then
+    if [ -x "$out/$bin" ] && [ "$(cat "$out/.$bin.stamp" 2>/dev/null)" = "$want" ]; then
       echo "tools: $bin up to date"
       continue
     fi
     echo "tools: building $bin (a cold build takes minutes on 2 cores)"
     start=$SECONDS
-    (cd "$dir" && CGO_ENABLED=0 go build -trimpath -o "$out/$bin.tmp" "$pkg")
+    (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$bin.tmp" "$pkg")
     mv -f "$out/$bin.tmp" "$out/$bin"
+    echo "$want" > "$out/.$bin.stamp"
     echo "tools: built $bin in $((SECONDS - start))s"
   done
 }
 
-build "$root/hack/tools/etcd" etcd=go.etcd.io/etcd/server/v3
-build "$root/hack/tools" \
+# Stamp the Kubernetes binaries with their version, as upstream's release builds do,
+# so that /version and the logs say v1.37.2.
+kube_version=v1.37.2
+kube_ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version \
+-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
+-X k8s.io/component-base/version.gitTreeState=clean"
+
+build "$root/hack/tools/etcd" "" etcd=go.etcd.io/etcd/server/v3
+build "$root/hack/tools" "$kube_ldflags" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-proxy-upstream=k8s.io/kubernetes/cmd/kube-proxy

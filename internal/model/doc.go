@@ -13,6 +13,11 @@
 //     an Update describing exactly that. After Commit the sync loop reads cached
 //     ServicePortViews.
 //
+// Topology: OnNodeTopologyChange only matters through the zone label. When the zone
+// changes, Commit re-categorizes the Services whose endpoints carry zone hints (no other
+// Service's view can depend on the zone; node hints depend on the node name, which is
+// fixed) and lists in Update.Changed those whose view actually changed.
+//
 // Contract: the package does no I/O, does not log and holds no global state. Bad API data
 // never panics: it is skipped as upstream skips it and reported as a *DataError so that
 // the caller can log it and emit an Event. One State serves one IP family; a dual-stack

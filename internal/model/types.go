@@ -91,7 +91,7 @@ type Endpoint struct {
 	Port int32
 
 	// Conditions as in the EndpointSlice. A nil condition in the API is mapped as the
-	// API documents it: ready nil means ready; serving nil means the value of ready;
+	// API documents it: ready nil means ready; serving nil means serving;
 	// terminating nil means false.
 	Ready       bool
 	Serving     bool

@@ -1,0 +1,30 @@
+// Command kube-proxy is kproxy: a drop-in replacement for the Kubernetes network proxy.
+// It accepts upstream kube-proxy's flags and KubeProxyConfiguration file.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/internal/app"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	defer klog.Flush()
+	if err := app.NewCommand(app.Run).ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	return 0
+}

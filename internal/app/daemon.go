@@ -1,0 +1,182 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	v1 "k8s.io/api/core/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/internal/cleanup"
+	"github.com/kproxy/kproxy/internal/config"
+	"github.com/kproxy/kproxy/internal/health"
+	"github.com/kproxy/kproxy/internal/metrics"
+	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/node"
+	"github.com/kproxy/kproxy/internal/syncer"
+	"github.com/kproxy/kproxy/internal/watch"
+)
+
+// daemon holds the parts of a running proxy; newDaemon builds them and run starts them.
+type daemon struct {
+	cfg      *config.Config
+	nodeName string
+	nodeRef  *v1.ObjectReference
+
+	client      kubernetes.Interface
+	broadcaster events.EventBroadcaster
+	recorder    events.EventRecorderLogger
+
+	nodes         *node.Manager
+	healthServer  *health.ProxyHealthServer
+	metricsServer *metrics.Server
+	watcher       *watch.Watcher
+	handlers      *familyHandlers
+	runner        *syncer.Runner
+	closers       []func()
+}
+
+// metricsRegistry is the registry served at /metrics.
+type metricsRegistry struct{ registry prometheus.Gatherer }
+
+// errInitOnly ends Run successfully after --init-only's one-time setup.
+var errInitOnly = errors.New("init-only: one-time setup done")
+
+// newDaemon does the startup sequence of upstream's newProxyServer: it waits for this
+// node's Node object (its IPs and podCIDRs shape the rules), applies the platform
+// settings, removes other modes' leftovers, and builds one proxier per IP family.
+func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
+	logger := klog.FromContext(ctx)
+	d := &daemon{cfg: cfg}
+
+	registry := metrics.NewRegistry()
+	m := metrics.New(registry)
+	if err := m.Register(metrics.RegisterOptions{
+		Mode:               string(cfg.Mode),
+		LocalhostNodePorts: cfg.FeatureGates.Enabled(config.KubeProxyNFTablesLocalhostNodePorts),
+	}); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+
+	var err error
+	if d.nodeName, err = node.Hostname(cfg.HostnameOverride); err != nil {
+		return nil, err
+	}
+	d.nodeRef = watch.NodeRef(d.nodeName)
+	if d.client, err = watch.NewClient(ctx, clientConnection(cfg)); err != nil {
+		return nil, err
+	}
+	d.broadcaster, d.recorder = watch.NewEventBroadcaster(d.client)
+	d.healthServer, d.metricsServer = healthAndMetrics(cfg, m, &metricsRegistry{registry: registry})
+
+	d.nodes = node.NewManager(d.client, d.nodeName, cfg.ConfigSyncPeriod, cfg.DetectLocalMode == config.LocalModeNodeCIDR)
+	n, err := d.nodes.WaitForNode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.healthServer.SyncNode(n)
+	rawIPs := d.nodes.NodeIPs()
+	if len(rawIPs) > 0 {
+		logger.Info("Successfully retrieved NodeIPs", "NodeIPs", rawIPs)
+	}
+	primary, nodeIPs := node.DetectNodeIPs(ctx, rawIPs, cfg.BindAddress)
+	podCIDRs := d.nodes.PodCIDRs()
+	nodePortAddrs := expandNodePortAddresses(cfg.NodePortAddresses, nodeIPs)
+
+	platformSetup(ctx, cfg)
+	if err := checkBadConfig(cfg, primary, nodePortAddrs, podCIDRs); err != nil {
+		logger.Error(err, "Kube-proxy configuration may be incomplete or incorrect")
+	}
+	ipv6 := node.IPv6Supported(ctx)
+	dualStack := ipv6
+	if primary == v1.IPv6Protocol && !ipv6 {
+		return nil, fmt.Errorf("no support for primary IP family %q", primary)
+	}
+	if dualStack {
+		logger.Info("kube-proxy running in dual-stack mode", "primary ipFamily", primary)
+	} else {
+		logger.Info("kube-proxy running in single-stack mode", "ipFamily", primary)
+	}
+	if err, fatal := checkBadIPConfig(cfg, primary, dualStack, podCIDRs); err != nil {
+		if fatal {
+			return nil, fmt.Errorf("kube-proxy configuration is incorrect: %w", err)
+		}
+		logger.Error(err, "Kube-proxy configuration may be incomplete or incorrect")
+	}
+
+	if cfg.ModeDefaulted {
+		logger.Info("No kube-proxy mode specified: using nftables, kproxy's default")
+	}
+	// Remove what other modes left, as upstream's platformCleanup: never our own mode's.
+	if err := cleanup.ForMode(ctx, cfg.Mode, cleanup.Deps{}); err != nil {
+		logger.Error(err, "Failed to remove the rules of other proxy modes")
+		m.Family(primary).IncNFTablesCleanupFailures()
+	}
+
+	families := []v1.IPFamily{primary}
+	if dualStack {
+		families = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	}
+	d.handlers = &familyHandlers{
+		families: map[v1.IPFamily]*familyProxier{},
+		primary:  primary,
+		queued:   d.healthServer.QueuedUpdate,
+		metrics:  m,
+		now:      timeNow,
+	}
+	syncers := map[v1.IPFamily]syncer.Syncer{}
+	for _, family := range families {
+		state := model.NewState(family, d.nodeName)
+		fp, err := newFamilyProxier(ctx, familyParams{
+			cfg:           cfg,
+			family:        family,
+			nodeName:      d.nodeName,
+			nodeIP:        nodeIPs[family],
+			podCIDRs:      podCIDRs,
+			nodePortAddrs: nodePortAddrs,
+			state:         state,
+			metrics:       m.Family(family),
+			health:        d.healthServer,
+			recorder:      d.recorder,
+		})
+		if err != nil {
+			return nil, err
+		}
+		d.handlers.families[family] = &familyProxier{state: state, setServiceCIDR: fp.setServiceCIDRs}
+		syncers[family] = fp.syncer
+		d.closers = append(d.closers, fp.close)
+	}
+	if cfg.InitOnly {
+		logger.Info("System initialized and --init-only specified")
+		return nil, errInitOnly
+	}
+
+	if d.runner, err = newRunner(cfg, syncers); err != nil {
+		return nil, err
+	}
+	d.handlers.trigger = d.runner.Run
+
+	d.watcher = watch.New(d.client, d.nodeName, cfg.ConfigSyncPeriod, watch.WithNodeInformer(d.nodes.Informer()))
+	d.watcher.AddServiceHandler(d.handlers)
+	d.watcher.AddEndpointSliceHandler(d.handlers)
+	d.watcher.AddNodeTopologyHandler(d.handlers)
+	d.watcher.AddNodeHandler(nodeHealth{d.healthServer})
+	if cfg.FeatureGates.Enabled(config.MultiCIDRServiceAllocator) {
+		d.watcher.AddServiceCIDRHandler(d.handlers)
+	}
+	return d, nil
+}
+
+// nodeHealth feeds the Node to /healthz (deletion and autoscaler taint make it 503).
+type nodeHealth struct{ hs *health.ProxyHealthServer }
+
+func (n nodeHealth) OnNodeChange(node *v1.Node) { n.hs.SyncNode(node) }
+func (n nodeHealth) OnNodeDelete(node *v1.Node) { n.hs.SyncNode(node) }
+func (n nodeHealth) OnNodeSynced()              {}
+
+

@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/config"
+	"github.com/kproxy/kproxy/internal/conntrack"
+	dpnft "github.com/kproxy/kproxy/internal/dataplane/nftables"
+	"github.com/kproxy/kproxy/internal/health"
+	"github.com/kproxy/kproxy/internal/metrics"
+	"github.com/kproxy/kproxy/internal/model"
+	render "github.com/kproxy/kproxy/internal/render/nftables"
+	"github.com/kproxy/kproxy/internal/syncer"
+)
+
+var timeNow = time.Now
+
+// familyParams is what building one family's proxier needs.
+type familyParams struct {
+	cfg           *config.Config
+	family        v1.IPFamily
+	nodeName      string
+	nodeIP        netip.Addr
+	podCIDRs      []string
+	nodePortAddrs []string // expanded
+	state         *model.State
+	metrics       *metrics.FamilyMetrics
+	health        *health.ProxyHealthServer
+	recorder      events.EventRecorder
+}
+
+// builtFamily is one family's proxier as the daemon drives it.
+type builtFamily struct {
+	syncer          syncer.Syncer
+	setServiceCIDRs func([]netip.Prefix)
+	close           func()
+}
+
+// newFamilyProxier builds the proxier of the configured mode for one family.
+func newFamilyProxier(ctx context.Context, p familyParams) (*builtFamily, error) {
+	switch p.cfg.Mode {
+	case config.ProxyModeNFTables:
+		return newNFTablesFamily(ctx, p)
+	default:
+		return nil, fmt.Errorf("proxy mode %q is not supported by this build of kproxy", p.cfg.Mode)
+	}
+}
+
+func newNFTablesFamily(_ context.Context, p familyParams) (*builtFamily, error) {
+	nftFamily := knftables.IPv4Family
+	if p.family == v1.IPv6Protocol {
+		nftFamily = knftables.IPv6Family
+	}
+	nft, err := knftables.New(nftFamily, render.TableName)
+	if err != nil {
+		return nil, fmt.Errorf("nftables mode needs the nft command (1.0.1 or later): %w", err)
+	}
+
+	npa := newNodePortAddresses(p.family, p.nodePortAddrs)
+	localIPs := func() ([]netip.Addr, error) {
+		addrs, err := localAddresses()
+		if err != nil {
+			return nil, err
+		}
+		return npa.match(addrs), nil
+	}
+	renderCfg := render.Config{
+		Family:            nftFamily,
+		NodePortAddresses: render.NodePortAddresses{All: npa.all},
+		LocalDetector:     localDetector(p.cfg, p.family, p.podCIDRs),
+		MasqueradeBit:     p.cfg.MasqueradeBit,
+		MasqueradeAll:     p.cfg.MasqueradeAll,
+		NodeIP:            p.nodeIP,
+	}
+
+	var healthAddrs []netip.Addr
+	if !npa.all {
+		// Errors surface again at the first sync; health checks start on what we have.
+		healthAddrs, _ = localIPs()
+	}
+	serviceHealth := health.NewServiceHealthServer(health.ServiceHealthConfig{
+		NodeName:    p.nodeName,
+		Recorder:    p.recorder,
+		Family:      p.family,
+		Addresses:   healthAddrs,
+		ProxyHealth: p.health,
+	})
+	proxier, err := dpnft.New(dpnft.Config{
+		Family:        p.family,
+		Render:        renderCfg,
+		NFT:           nft,
+		State:         p.state,
+		NodePortIPs:   localIPs,
+		Conntrack:     conntrack.New(),
+		Metrics:       p.metrics,
+		Health:        p.health,
+		ServiceHealth: serviceHealth,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &builtFamily{syncer: proxier, setServiceCIDRs: proxier.SetServiceCIDRs, close: serviceHealth.Close}, nil
+}
+
+// localDetector maps detectLocalMode to the renderer's detector for one family, as
+// upstream's getLocalDetectors: a CIDR mode without a CIDR of this family detects
+// nothing.
+func localDetector(cfg *config.Config, family v1.IPFamily, podCIDRs []string) render.LocalDetector {
+	firstOfFamily := func(prefixes []netip.Prefix) []netip.Prefix {
+		for _, p := range prefixes {
+			if p.Addr().Is6() == (family == v1.IPv6Protocol) {
+				return []netip.Prefix{p.Masked()}
+			}
+		}
+		return nil
+	}
+	switch cfg.DetectLocalMode {
+	case config.LocalModeClusterCIDR:
+		if cidrs := firstOfFamily(cfg.ClusterCIDRs); cidrs != nil {
+			return render.LocalDetector{Mode: render.DetectClusterCIDR, CIDRs: cidrs}
+		}
+	case config.LocalModeNodeCIDR:
+		var parsed []netip.Prefix
+		for _, s := range podCIDRs {
+			if p, err := netip.ParsePrefix(s); err == nil {
+				parsed = append(parsed, p)
+			}
+		}
+		if cidrs := firstOfFamily(parsed); cidrs != nil {
+			return render.LocalDetector{Mode: render.DetectNodeCIDR, CIDRs: cidrs}
+		}
+	case config.LocalModeBridgeInterface:
+		return render.LocalDetector{Mode: render.DetectBridgeInterface, BridgeInterface: cfg.DetectLocal.BridgeInterface}
+	case config.LocalModeInterfaceNamePrefix:
+		return render.LocalDetector{Mode: render.DetectInterfaceNamePrefix, InterfaceNamePrefix: cfg.DetectLocal.InterfaceNamePrefix}
+	}
+	return render.LocalDetector{Mode: render.DetectNone}
+}
+
+// localAddresses lists the addresses of this network namespace's interfaces.
+func localAddresses() ([]netip.Addr, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("listing interface addresses: %w", err)
+	}
+	out := make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,181 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kproxy/kproxy/internal/cleanup"
+	"github.com/kproxy/kproxy/internal/config"
+	"github.com/kproxy/kproxy/internal/conntrack"
+	"github.com/kproxy/kproxy/internal/health"
+	"github.com/kproxy/kproxy/internal/metrics"
+	"github.com/kproxy/kproxy/internal/syncer"
+	"github.com/kproxy/kproxy/internal/sysctl"
+	"github.com/kproxy/kproxy/internal/watch"
+)
+
+// Run is the kube-proxy daemon (the RunFunc of NewCommand). It returns when ctx is
+// done (nil), or with the error that stopped it: a part that failed for good, or the
+// node's IPs changing (the process exits and is restarted, as upstream's does).
+func Run(ctx context.Context, cfg *config.Config) error {
+	logger := klog.FromContext(ctx)
+	logger.Info("Version info", "version", config.Version)
+	logger.Info("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
+	for _, w := range cfg.Warnings {
+		logger.Info("Warning: " + w.Error())
+	}
+
+	if cfg.Cleanup {
+		if err := cleanup.All(ctx, cleanup.Deps{}); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+		logger.Info("Removed the rules of every proxy mode")
+		return nil
+	}
+
+	d, err := newDaemon(ctx, cfg)
+	if errors.Is(err, errInitOnly) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return d.run(ctx)
+}
+
+// platformSetup applies the process and kernel settings that upstream applies before
+// creating its proxier. Failures are warnings: a container may have a read-only
+// /proc/sys, and operators expect the proxy to carry on there.
+func platformSetup(ctx context.Context, cfg *config.Config) {
+	logger := klog.FromContext(ctx)
+	if cfg.OOMScoreAdj != nil {
+		sysctl.ApplyOOMScoreAdj(ctx, sysctl.SelfOOMScoreAdj{}, int(*cfg.OOMScoreAdj))
+	}
+	ct := conntrack.SysctlConfig{
+		TCPBeLiberal:     cfg.Conntrack.TCPBeLiberal,
+		UDPTimeout:       cfg.Conntrack.UDPTimeout,
+		UDPStreamTimeout: cfg.Conntrack.UDPStreamTimeout,
+	}
+	if cfg.Conntrack.MaxPerCore != nil {
+		ct.MaxPerCore = *cfg.Conntrack.MaxPerCore
+	}
+	if cfg.Conntrack.Min != nil {
+		ct.Min = *cfg.Conntrack.Min
+	}
+	if cfg.Conntrack.TCPEstablishedTimeout != nil {
+		ct.TCPEstablishedTimeout = *cfg.Conntrack.TCPEstablishedTimeout
+	}
+	if cfg.Conntrack.TCPCloseWaitTimeout != nil {
+		ct.TCPCloseWaitTimeout = *cfg.Conntrack.TCPCloseWaitTimeout
+	}
+	if err := conntrack.ApplySysctls(ctx, conntrack.HostSysctlEnv(), ct); err != nil {
+		logger.V(2).Info("Some conntrack settings were not applied", "err", err)
+	}
+}
+
+// run starts every part of the daemon under one errgroup: the first part to fail
+// stops the others.
+func (d *daemon) run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, ctx := errgroup.WithContext(ctx)
+
+	d.broadcaster.StartRecordingToSink(ctx.Done())
+	defer d.broadcaster.Shutdown()
+
+	g.Go(func() error {
+		err := d.healthServer.Run(ctx)
+		if err != nil {
+			d.recorder.Eventf(d.nodeRef, nil, v1.EventTypeWarning, "FailedToStartProxierHealthcheck", "StartKubeProxy", err.Error())
+		}
+		return err
+	})
+	g.Go(func() error {
+		err := d.metricsServer.Run(ctx)
+		if err != nil {
+			d.recorder.Eventf(d.nodeRef, nil, v1.EventTypeWarning, "FailedToStartMetricServer", "StartKubeProxy", err.Error())
+		}
+		return err
+	})
+	g.Go(func() error { return d.nodes.Run(ctx) })
+
+	started := make(chan struct{})
+	d.handlers.onSynced = func() { close(started) }
+	g.Go(func() error { return d.watcher.Run(ctx) })
+	g.Go(func() error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-started:
+		}
+		logger.Info("Services and EndpointSlices synced; starting the sync loop")
+		d.runner.Run()
+		return d.runner.Loop(ctx)
+	})
+	for _, closeFn := range d.closers {
+		defer closeFn()
+	}
+
+	// Birth cry once the parts are started, as upstream.
+	d.recorder.Eventf(d.nodeRef, nil, v1.EventTypeNormal, "Starting", "StartKubeProxy", "")
+
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// newRunner builds the bounded-frequency runner over every family's proxier.
+func newRunner(cfg *config.Config, syncers map[v1.IPFamily]syncer.Syncer) (*syncer.Runner, error) {
+	families := syncer.NewFamilies(syncers)
+	// minSyncPeriod bounds how often rules are written; a failed sync is retried
+	// after syncPeriod; and rules are rewritten at least every hour as upstream.
+	return syncer.NewRunner("sync-runner", families.Sync, cfg.MinSyncPeriod, cfg.SyncPeriod, time.Hour)
+}
+
+// healthAndMetrics builds the two HTTP servers.
+func healthAndMetrics(cfg *config.Config, m *metrics.Metrics, gatherer *metricsRegistry) (*health.ProxyHealthServer, *metrics.Server) {
+	hs := health.NewProxyHealthServer(health.ProxyHealthConfig{
+		BindAddress:         cfg.HealthzBindAddress,
+		HealthTimeout:       2 * cfg.SyncPeriod,
+		BindAddressHardFail: cfg.BindAddressHardFail,
+		Metrics:             m,
+	})
+	ms := metrics.NewServer(metrics.ServerConfig{
+		BindAddress:         cfg.MetricsBindAddress,
+		BindAddressHardFail: cfg.BindAddressHardFail,
+		ProxyMode:           string(cfg.Mode),
+		Gatherer:            gatherer.registry,
+		Config:              cfg.V1Alpha1,
+		Flags:               flagz(cfg.Flags),
+		BinaryVersion:       config.Version,
+		EnableProfiling:     cfg.EnableProfiling,
+	})
+	return hs, ms
+}
+
+// flagz serves the flags for /flagz.
+type flagz map[string]string
+
+func (f flagz) GetFlagz() map[string]string { return f }
+
+// clientConnection maps the configuration to the watch package's.
+func clientConnection(cfg *config.Config) watch.ClientConnection {
+	return watch.ClientConnection{
+		Kubeconfig:         cfg.ClientConnection.Kubeconfig,
+		Master:             cfg.Master,
+		ContentType:        cfg.ClientConnection.ContentType,
+		AcceptContentTypes: cfg.ClientConnection.AcceptContentTypes,
+		QPS:                cfg.ClientConnection.QPS,
+		Burst:              cfg.ClientConnection.Burst,
+	}
+}

@@ -1,0 +1,217 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/config"
+)
+
+// world is a complete set of fakes holding leftovers of every mode.
+type world struct {
+	v4, v6 *FakeIPTables
+	nft    map[knftables.Family]*knftables.Fake
+	links  *FakeLinks
+	ipvs   *FakeIPVS
+	sets   *FakeIPSets
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	w := &world{
+		v4:    loadFake(t, IPv4, "iptables-mode.save"),
+		v6:    loadFake(t, IPv6, "ipvs-mode.save"),
+		nft:   map[knftables.Family]*knftables.Fake{},
+		links: &FakeLinks{Links: map[string]netlink.Link{}},
+		ipvs:  &FakeIPVS{},
+		sets:  &FakeIPSets{Sets: map[string]bool{}},
+	}
+	for _, family := range nftablesFamilies {
+		fake := knftables.NewFake(family, nftablesTable)
+		tx := fake.NewTransaction()
+		tx.Add(&knftables.Table{})
+		tx.Add(&knftables.Chain{Name: "services"})
+		if err := fake.Run(context.Background(), tx); err != nil {
+			t.Fatal(err)
+		}
+		w.nft[family] = fake
+	}
+	for _, name := range []string{ipvsDummyLink, "other0"} {
+		w.links.Links[name] = &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name}}
+	}
+	for _, name := range []string{"KUBE-CLUSTER-IP", "KUBE-6-CLUSTER-IP", "KUBE-6-LOAD-BALANCER-SOURCE-CID", "OTHER-SET", "KUBE-SOMETHING-ELSE"} {
+		w.sets.Sets[name] = true
+	}
+	return w
+}
+
+func (w *world) deps() Deps {
+	return Deps{
+		IPTables:    []IPTables{w.v4, w.v6},
+		NewNFTables: FakeNFTables(w.nft),
+		Links:       w.links,
+		IPVS:        w.ipvs,
+		IPSets:      w.sets,
+	}
+}
+
+func (w *world) nftCleaned() bool {
+	for _, fake := range w.nft {
+		if fake.Table != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *world) iptablesCleaned() bool {
+	return !w.v4.HasChain(tableNAT, "KUBE-SERVICES") && !w.v6.HasChain(tableNAT, "KUBE-SERVICES")
+}
+
+func (w *world) ipvsCleaned() bool {
+	_, hasLink := w.links.Links[ipvsDummyLink]
+	return !hasLink && w.ipvs.Flushes == 1 && !w.sets.Sets["KUBE-CLUSTER-IP"]
+}
+
+func TestForMode(t *testing.T) {
+	cases := []struct {
+		mode                            config.ProxyMode
+		wantNFT, wantIPTables, wantIPVS bool
+	}{
+		{config.ProxyModeNFTables, false, true, true},
+		{config.ProxyModeIPTables, true, false, false},
+		{config.ProxyModeIPVS, true, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			w := newWorld(t)
+			if err := ForMode(context.Background(), tc.mode, w.deps()); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.nftCleaned(); got != tc.wantNFT {
+				t.Errorf("nftables cleaned = %v, want %v", got, tc.wantNFT)
+			}
+			if got := w.iptablesCleaned(); got != tc.wantIPTables {
+				t.Errorf("iptables cleaned = %v, want %v", got, tc.wantIPTables)
+			}
+			if got := w.ipvsCleaned(); got != tc.wantIPVS {
+				t.Errorf("ipvs cleaned = %v, want %v", got, tc.wantIPVS)
+			}
+		})
+	}
+}
+
+func TestAll(t *testing.T) {
+	w := newWorld(t)
+	if err := All(context.Background(), w.deps()); err != nil {
+		t.Fatal(err)
+	}
+	if !w.nftCleaned() || !w.iptablesCleaned() || !w.ipvsCleaned() {
+		t.Fatalf("not everything cleaned: nft=%v iptables=%v ipvs=%v", w.nftCleaned(), w.iptablesCleaned(), w.ipvsCleaned())
+	}
+	// Other software's link and sets survive; both families of our sets go.
+	if _, ok := w.links.Links["other0"]; !ok {
+		t.Error("unrelated link other0 was deleted")
+	}
+	var sets []string
+	for name := range w.sets.Sets {
+		sets = append(sets, name)
+	}
+	slices.Sort(sets)
+	if want := []string{"KUBE-SOMETHING-ELSE", "OTHER-SET"}; !slices.Equal(sets, want) {
+		t.Errorf("remaining sets = %v, want %v", sets, want)
+	}
+	// A second run on a clean host succeeds (absent things are not errors).
+	if err := All(context.Background(), w.deps()); err != nil {
+		t.Errorf("second run: %v", err)
+	}
+}
+
+func TestAllJoinsErrorsAndRunsEveryPart(t *testing.T) {
+	w := newWorld(t)
+	restoreErr := errors.New("restore failed")
+	flushErr := errors.New("ipvs flush failed")
+	w.v4.FailRestore = map[string]error{tableFilter: restoreErr}
+	w.ipvs.Err = flushErr
+	w.sets.InUse = map[string]bool{"KUBE-CLUSTER-IP": true}
+	w.links.Links[ipvsDummyLink] = &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ipvsDummyLink}}
+
+	err := All(context.Background(), w.deps())
+	for _, want := range []error{restoreErr, flushErr} {
+		if !errors.Is(err, want) {
+			t.Errorf("error does not wrap %v: %v", want, err)
+		}
+	}
+	for _, want := range []string{"KUBE-CLUSTER-IP", "not dummy"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q: %v", want, err)
+		}
+	}
+	if !w.nftCleaned() {
+		t.Error("nftables was not cleaned after other parts failed")
+	}
+	if _, ok := w.links.Links[ipvsDummyLink]; !ok {
+		t.Error("a non-dummy kube-ipvs0 is not ours and must be kept")
+	}
+	if w.sets.Sets["KUBE-6-CLUSTER-IP"] {
+		t.Error("sets after a failing one were not destroyed")
+	}
+}
+
+func TestIPVSUnavailableIsNotAnError(t *testing.T) {
+	w := newWorld(t)
+	w.ipvs.Err = ErrIPVSUnavailable
+	if err := IPTablesAndIPVS(context.Background(), w.deps()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.links.Links[ipvsDummyLink]; ok {
+		t.Error("kube-ipvs0 not deleted")
+	}
+}
+
+func TestMissingToolsAreNotErrors(t *testing.T) {
+	w := newWorld(t)
+	w.v4.Absent, w.v6.Absent = true, true
+	w.sets.Unavailable = true
+	deps := w.deps()
+	deps.NewNFTables = FakeNFTables(nil) // nft unusable in every family
+	if err := All(context.Background(), deps); err != nil {
+		t.Fatal(err)
+	}
+	if !w.sets.Sets["KUBE-CLUSTER-IP"] {
+		t.Error("sets destroyed although ipset is unavailable")
+	}
+}
+
+func TestNFTablesAbsentTableIsNotAnError(t *testing.T) {
+	fakes := map[knftables.Family]*knftables.Fake{
+		knftables.IPv4Family: knftables.NewFake(knftables.IPv4Family, nftablesTable),
+		knftables.IPv6Family: knftables.NewFake(knftables.IPv6Family, nftablesTable),
+	}
+	if err := NFTables(context.Background(), Deps{NewNFTables: FakeNFTables(fakes)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOwnedIPSets(t *testing.T) {
+	sets := ownedIPSets()
+	if len(sets) != 2*len(ipvsIPSets) {
+		t.Fatalf("got %d sets", len(sets))
+	}
+	for _, want := range []string{"KUBE-6-CLUSTER-IP", "KUBE-6-LOAD-BALANCER-SOURCE-CID", "KUBE-6-NODE-PORT-LOCAL-SCTP-HAS"} {
+		if !slices.Contains(sets, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	for _, s := range sets {
+		if len(s) > maxIPSetNameLen || !strings.HasPrefix(s, "KUBE-") {
+			t.Errorf("bad set name %q", s)
+		}
+	}
+}

@@ -1,0 +1,43 @@
+// Package cleanup removes the dataplane rules left behind by kproxy or by
+// upstream kube-proxy (v1.37) in any of its Linux modes: nftables, iptables
+// and ipvs. It removes nothing else.
+//
+// Contract:
+//
+//   - All removes the leftovers of every mode (the daemon's --cleanup).
+//     ForMode removes the leftovers of the modes other than the one about to
+//     run, as upstream's platformCleanup does: an nftables proxy removes the
+//     iptables and ipvs leftovers, an iptables or ipvs proxy removes the
+//     nftables leftovers.
+//   - Ownership is decided by name, from upstream's own lists: the
+//     "kube-proxy" nftables table in the ip and ip6 families; the fixed
+//     KUBE-* chains of the iptables and ipvs proxiers plus the per-service
+//     chains (KUBE-SVC-, KUBE-SVL-, KUBE-SEP-, KUBE-FW-, KUBE-EXT-); the jump
+//     rules into them from the built-in chains, matched exactly (comment
+//     included); the ipvs proxier's ipsets (and their KUBE-6- IPv6 twins); the
+//     kube-ipvs0 dummy link; and the IPVS virtual servers. Chains owned by the
+//     kubelet (KUBE-IPTABLES-HINT, KUBE-KUBELET-CANARY, KUBE-FIREWALL) and any
+//     other software's tables, chains, rules and sets are left alone.
+//   - Errors: every part runs even when an earlier part failed; the result
+//     joins (errors.Join) one wrapped error per failed part, or is nil.
+//     Something that is already absent ("no such table/chain/set/link") is
+//     not an error, nor is a missing tool (no nft, iptables or ipset binary)
+//     or a kernel without IPVS (logged at V(2)).
+//
+// Where kproxy deliberately differs from upstream (each is a superset of what
+// upstream removes, restricted to names upstream owns):
+//
+//   - The iptables parts of the iptables and ipvs proxiers are removed in one
+//     iptables-restore transaction per table instead of two passes, so that a
+//     host with leftovers of both modes (which reference each other's
+//     KUBE-MARK-MASQ and KUBE-SERVICES) is cleaned without spurious errors.
+//   - Upstream skips all ipvs cleanup when `modprobe ip_vs` fails; kproxy never
+//     loads kernel modules, and removes the ipvs-mode chains, sets and link by
+//     name regardless, flushing IPVS virtual servers only when the kernel has
+//     IPVS.
+//   - Upstream destroys only the IPv4-named ipvs ipsets; kproxy also destroys
+//     their "KUBE-6-" IPv6 counterparts.
+//   - Upstream's image runs a wrapper that picks iptables-legacy or
+//     iptables-nft; kproxy runs the binaries directly and makes the same
+//     choice with DetectIPTablesBackend.
+package cleanup

@@ -1,0 +1,123 @@
+package cleanup
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/klog/v2"
+)
+
+// cleanupIPTables removes the iptables and ipvs proxiers' chains and jumps
+// from every present family, returning one joined error.
+func cleanupIPTables(ctx context.Context, families []IPTables) error {
+	var errs []error
+	for _, ipt := range families {
+		if !ipt.Present(ctx) {
+			klog.FromContext(ctx).V(2).Info("iptables not usable; nothing to clean up", "family", ipt.Family())
+			continue
+		}
+		if err := cleanupIPTablesFamily(ctx, ipt); err != nil {
+			errs = append(errs, fmt.Errorf("iptables %s: %w", ipt.Family(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func cleanupIPTablesFamily(ctx context.Context, ipt IPTables) error {
+	var errs []error
+
+	// Unlink our chains from the built-in chains first; the restore below
+	// cannot delete a chain something still jumps to.
+	for _, j := range ownedJumps() {
+		if err := ipt.DeleteRule(ctx, j.table, j.from, j.args()...); err != nil {
+			errs = append(errs, fmt.Errorf("removing jump %s/%s -> %s: %w", j.table, j.from, j.to, err))
+		}
+	}
+
+	// Flush and delete our chains of each table in one transaction.
+	for _, table := range []string{tableNAT, tableFilter} {
+		dump, err := ipt.Save(ctx, table)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("saving %s: %w", table, err))
+			continue
+		}
+		data := restoreInput(table, chainsInDump(dump))
+		if data == nil {
+			continue
+		}
+		if err := ipt.Restore(ctx, table, data); err != nil {
+			errs = append(errs, fmt.Errorf("restoring %s: %w", table, err))
+		}
+	}
+
+	// The mangle canary: upstream ignores every error here.
+	if err := ipt.DeleteChain(ctx, tableMangle, mangleCanaryChain); err != nil {
+		klog.FromContext(ctx).V(2).Info("Could not delete mangle canary chain", "family", ipt.Family(), "err", err)
+	}
+	return errors.Join(errs...)
+}
+
+// chainsInDump returns the set of chains declared in iptables-save output.
+func chainsInDump(dump []byte) map[string]bool {
+	chains := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(dump))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, ":") {
+			continue
+		}
+		name, _, _ := strings.Cut(line[1:], " ")
+		if name != "" {
+			chains[name] = true
+		}
+	}
+	return chains
+}
+
+// ownedChainsIn returns which of existing are ours in table, fixed chains
+// first in upstream's order, then service chains sorted.
+func ownedChainsIn(table string, existing map[string]bool) []string {
+	var out []string
+	for _, c := range fixedChains[table] {
+		if existing[c] {
+			out = append(out, c)
+		}
+	}
+	if table == tableNAT {
+		var svc []string
+		for c := range existing {
+			if isServiceChain(c) {
+				svc = append(svc, c)
+			}
+		}
+		sort.Strings(svc)
+		out = append(out, svc...)
+	}
+	return out
+}
+
+// restoreInput builds the iptables-restore --noflush input that flushes
+// (by redeclaring) and then deletes our chains present in table, or nil
+// when none is present.
+func restoreInput(table string, existing map[string]bool) []byte {
+	chains := ownedChainsIn(table, existing)
+	if len(chains) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "*%s\n", table)
+	for _, c := range chains {
+		fmt.Fprintf(&b, ":%s - [0:0]\n", c)
+	}
+	for _, c := range chains {
+		fmt.Fprintf(&b, "-X %s\n", c)
+	}
+	b.WriteString("COMMIT\n")
+	return b.Bytes()
+}

@@ -1,0 +1,200 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// loadFake builds a fake from one or more dumps applied in order (a second
+// dump adds to the first, like a second proxier writing the same tables).
+func loadFake(t *testing.T, family IPFamily, files ...string) *FakeIPTables {
+	t.Helper()
+	f, err := NewFakeIPTables(family, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if err := f.apply(readTestdata(t, file), true); err != nil {
+			t.Fatalf("loading %s: %v", file, err)
+		}
+	}
+	return f
+}
+
+// foreignState is everything in a dump that is not ours: chains (and their
+// rules) not owned by kube-proxy, and rules in built-in chains that are not
+// our jumps. The cleanup must leave exactly this.
+func foreignState(f *FakeIPTables) map[string][]string {
+	owned := map[string]bool{}
+	for _, chains := range fixedChains {
+		for _, c := range chains {
+			owned[c] = true
+		}
+	}
+	owned[mangleCanaryChain] = true
+	out := map[string][]string{}
+	for _, table := range []string{tableMangle, tableNAT, tableFilter} {
+		t, ok := f.tables[table]
+		if !ok {
+			continue
+		}
+		for _, c := range t.chains {
+			if owned[c] || isServiceChain(c) {
+				continue
+			}
+			var rules []string
+			for _, r := range t.rules[c] {
+				if target := jumpTarget(r); owned[target] || isServiceChain(target) {
+					continue
+				}
+				rules = append(rules, r)
+			}
+			out[table+"/"+c] = rules
+		}
+	}
+	return out
+}
+
+func TestIPTablesCleanup(t *testing.T) {
+	cases := []struct {
+		name  string
+		dumps []string
+	}{
+		{"iptables-mode", []string{"iptables-mode.save"}},
+		{"iptables-mode-v6", []string{"iptables-mode-v6.save"}},
+		{"ipvs-mode", []string{"ipvs-mode.save"}},
+		{"mixed", []string{"iptables-mode.save", "ipvs-mode.save"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := loadFake(t, IPv4, tc.dumps...)
+			want := foreignState(f)
+			var kubeletChains []string
+			for _, c := range []string{"mangle/KUBE-IPTABLES-HINT", "mangle/KUBE-KUBELET-CANARY", "nat/KUBE-KUBELET-CANARY", "filter/KUBE-FIREWALL"} {
+				table, chain, _ := strings.Cut(c, "/")
+				if f.HasChain(table, chain) {
+					kubeletChains = append(kubeletChains, c)
+				}
+			}
+			if len(kubeletChains) < 3 {
+				t.Fatalf("test dump lacks kubelet chains: %v", kubeletChains)
+			}
+
+			if err := cleanupIPTables(context.Background(), []IPTables{f}); err != nil {
+				t.Fatalf("cleanup: %v", err)
+			}
+
+			var got strings.Builder
+			for _, r := range f.Restores {
+				fmt.Fprintf(&got, "## iptables-restore -T %s --noflush\n%s", r.Table, r.Data)
+			}
+			fmt.Fprintf(&got, "## state after cleanup\n%s", f.Dump())
+			checkGolden(t, tc.name+".golden", got.String())
+
+			// Exactly the foreign state survives: nothing of ours, all of theirs.
+			after := foreignState(f)
+			for key, rules := range want {
+				if fmt.Sprint(after[key]) != fmt.Sprint(rules) {
+					t.Errorf("%s: rules changed:\n got %q\nwant %q", key, after[key], rules)
+				}
+			}
+			for _, table := range []string{tableMangle, tableNAT, tableFilter} {
+				for _, c := range f.tables[table].chains {
+					if _, ok := want[table+"/"+c]; !ok {
+						t.Errorf("owned chain %s/%s survived", table, c)
+					}
+					for _, r := range f.tables[table].rules[c] {
+						if target := jumpTarget(r); strings.HasPrefix(target, "KUBE-") && target != "KUBE-FIREWALL" {
+							t.Errorf("%s/%s still jumps to %s: %s", table, c, target, r)
+						}
+					}
+				}
+			}
+			for _, kubelet := range kubeletChains {
+				table, chain, _ := strings.Cut(kubelet, "/")
+				if !f.HasChain(table, chain) {
+					t.Errorf("kubelet chain %s was removed", kubelet)
+				}
+			}
+
+			// A second run finds nothing to do and succeeds.
+			restores := len(f.Restores)
+			if err := cleanupIPTables(context.Background(), []IPTables{f}); err != nil {
+				t.Fatalf("second cleanup: %v", err)
+			}
+			if len(f.Restores) != restores {
+				t.Errorf("second cleanup ran %d restores, want none", len(f.Restores)-restores)
+			}
+		})
+	}
+}
+
+func TestIPTablesCleanupSkipsAbsentFamily(t *testing.T) {
+	f := loadFake(t, IPv6, "iptables-mode.save")
+	f.Absent = true
+	before := f.Dump()
+	if err := cleanupIPTables(context.Background(), []IPTables{f}); err != nil {
+		t.Fatal(err)
+	}
+	if f.Dump() != before {
+		t.Error("absent family was modified")
+	}
+}
+
+func TestIPTablesCleanupJoinsErrors(t *testing.T) {
+	v4 := loadFake(t, IPv4, "iptables-mode.save")
+	v6 := loadFake(t, IPv6, "iptables-mode.save")
+	natErr := errors.New("nat restore exploded")
+	v4.FailRestore = map[string]error{tableNAT: natErr}
+
+	err := cleanupIPTables(context.Background(), []IPTables{v4, v6})
+	if !errors.Is(err, natErr) {
+		t.Fatalf("error %v does not wrap the restore failure", err)
+	}
+	if !strings.Contains(err.Error(), "iptables IPv4") {
+		t.Errorf("error %q does not name the family", err)
+	}
+	// The failure of one table does not stop the others.
+	if v4.HasChain(tableFilter, "KUBE-SERVICES") {
+		t.Error("IPv4 filter was not cleaned after the nat failure")
+	}
+	if v6.HasChain(tableNAT, "KUBE-SERVICES") || v6.HasChain(tableFilter, "KUBE-SERVICES") {
+		t.Error("IPv6 was not cleaned after the IPv4 failure")
+	}
+}
+
+func TestRestoreInputNothingOwned(t *testing.T) {
+	existing := chainsInDump([]byte("*nat\n:PREROUTING ACCEPT [0:0]\n:OTHER - [0:0]\n:KUBE-KUBELET-CANARY - [0:0]\nCOMMIT\n"))
+	if got := restoreInput(tableNAT, existing); got != nil {
+		t.Errorf("restoreInput = %q, want nil", got)
+	}
+}
+
+func TestServiceChainsOnlyInNAT(t *testing.T) {
+	// Upstream hunts per-service chains in nat only; a filter chain with
+	// such a name belongs to someone else.
+	existing := map[string]bool{"KUBE-SVC-ABC": true, "KUBE-SERVICES": true}
+	got := string(restoreInput(tableFilter, existing))
+	want := "*filter\n:KUBE-SERVICES - [0:0]\n-X KUBE-SERVICES\nCOMMIT\n"
+	if got != want {
+		t.Errorf("restoreInput(filter) = %q, want %q", got, want)
+	}
+}
+
+func TestOwnedJumpsDeduplicated(t *testing.T) {
+	seen := map[string]bool{}
+	for _, j := range ownedJumps() {
+		key := j.table + j.from + renderArgs(j.args())
+		if seen[key] {
+			t.Errorf("duplicate jump %s", key)
+		}
+		seen[key] = true
+	}
+	if len(seen) != len(iptablesModeJumps)+len(ipvsModeJumps)-4 {
+		// nat OUTPUT/PREROUTING/POSTROUTING and filter KUBE-FORWARD are shared.
+		t.Errorf("got %d distinct jumps", len(seen))
+	}
+}

@@ -1,0 +1,20 @@
+// Package nftables is the thin dataplane layer of kproxy's nftables mode: one Proxier
+// per IP family turns the model's committed changes into rendered fragments
+// (internal/render/nftables), writes only the difference from what it last applied
+// as one atomic knftables transaction, and then does the follow-up work of a sync:
+// stale UDP conntrack flows, service health-check ports, metrics and /healthz.
+//
+// Contract:
+//   - New has no side effects; nothing touches the kernel before the first Sync.
+//   - The first Sync, the first after a failed transaction, and one every
+//     FullSyncPeriod replace the whole table atomically ("add table; delete table;
+//     add table; ..."), which never lists kernel state. Every other Sync writes only
+//     the fragments of the ServicePorts that changed.
+//   - A failed transaction leaves the kernel on the previous whole state (nft
+//     transactions are atomic), is counted in
+//     kubeproxy_sync_proxy_rules_nftables_sync_failures_total, and is returned so the
+//     sync runner retries with back-off; /healthz turns unhealthy when queued changes
+//     stay unapplied past the health timeout.
+//   - Sync must be called from one goroutine (the sync runner). SetServiceCIDRs may be
+//     called from any goroutine.
+package nftables

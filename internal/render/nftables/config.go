@@ -1,0 +1,226 @@
+package nftables
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"sigs.k8s.io/knftables"
+)
+
+// TableName is the nftables table kproxy owns in each family. It is the same name as
+// upstream kube-proxy's, so kproxy's first full sync atomically replaces upstream's
+// ruleset (drop-in replacement).
+const TableName = "kube-proxy"
+
+// NodePortAddresses says on which destination addresses NodePorts are served.
+type NodePortAddresses struct {
+	// All serves NodePorts on every local address of the node (matched in the kernel
+	// with "fib daddr type local"), except loopback.
+	All bool
+	// IPs are the resolved node addresses of this family serving NodePorts when All is
+	// false. Loopback addresses are ignored, as upstream does.
+	IPs []netip.Addr
+}
+
+// LocalDetectMode selects how traffic from pods on this node is recognized.
+type LocalDetectMode string
+
+const (
+	// DetectNone disables local-traffic detection (upstream's no-op detector).
+	DetectNone LocalDetectMode = ""
+	// DetectClusterCIDR matches sources in the cluster's pod CIDRs.
+	DetectClusterCIDR LocalDetectMode = "ClusterCIDR"
+	// DetectNodeCIDR matches sources in this node's pod CIDRs.
+	DetectNodeCIDR LocalDetectMode = "NodeCIDR"
+	// DetectBridgeInterface matches traffic arriving on the pod bridge interface.
+	DetectBridgeInterface LocalDetectMode = "BridgeInterface"
+	// DetectInterfaceNamePrefix matches traffic arriving on interfaces whose name has
+	// the prefix (e.g. "veth").
+	DetectInterfaceNamePrefix LocalDetectMode = "InterfaceNamePrefix"
+)
+
+// LocalDetector configures the local traffic detector.
+type LocalDetector struct {
+	Mode LocalDetectMode
+	// CIDRs are this family's cluster CIDRs (ClusterCIDR mode) or this node's pod
+	// CIDRs (NodeCIDR mode).
+	CIDRs               []netip.Prefix
+	BridgeInterface     string
+	InterfaceNamePrefix string
+}
+
+// Config is everything besides Services that shapes the ruleset of one family.
+type Config struct {
+	// Family is knftables.IPv4Family or knftables.IPv6Family.
+	Family            knftables.Family
+	NodePortAddresses NodePortAddresses
+	LocalDetector     LocalDetector
+	// MasqueradeBit is the bit of the packet mark that requests masquerading
+	// (upstream default 14, mark 0x4000).
+	MasqueradeBit int32
+	// MasqueradeAll masquerades all traffic to ClusterIPs.
+	MasqueradeAll bool
+	// ServiceCIDRs are this family's ServiceCIDRs; traffic to an unallocated IP inside
+	// them is dropped.
+	ServiceCIDRs []netip.Prefix
+	// EndpointRulesMax is the number of endpoints up to which a Service selects its
+	// endpoint with one rule per endpoint rather than with an anonymous map (0 means
+	// DefaultEndpointRulesMax; negative means always use a map, as upstream).
+	EndpointRulesMax int
+	// NodeIP is this node's primary IP of this family (may be invalid). When a
+	// Service's loadBalancerSourceRanges contain it, traffic from the LB VIPs
+	// themselves is allowed too, as upstream does.
+	NodeIP netip.Addr
+}
+
+// DefaultEndpointRulesMax bounds the rule walk of a new connection to a Service while
+// keeping anonymous sets (slow to create in bulk) for large Services only.
+const DefaultEndpointRulesMax = 32
+
+func (c *Config) endpointRulesMax() int {
+	switch {
+	case c.EndpointRulesMax == 0:
+		return DefaultEndpointRulesMax
+	case c.EndpointRulesMax < 0:
+		return 1
+	}
+	return c.EndpointRulesMax
+}
+
+// Validate reports configuration errors that would make the rendered ruleset invalid.
+func (c *Config) Validate() error {
+	if c.Family != knftables.IPv4Family && c.Family != knftables.IPv6Family {
+		return fmt.Errorf("unsupported nftables family %q", c.Family)
+	}
+	if c.MasqueradeBit < 0 || c.MasqueradeBit > 31 {
+		return fmt.Errorf("masquerade bit %d out of range [0, 31]", c.MasqueradeBit)
+	}
+	d := c.LocalDetector
+	switch d.Mode {
+	case DetectNone:
+	case DetectClusterCIDR, DetectNodeCIDR:
+		if len(d.CIDRs) == 0 {
+			return fmt.Errorf("local detector %s needs at least one CIDR", d.Mode)
+		}
+		for _, p := range d.CIDRs {
+			if !c.hasFamily(p.Addr()) {
+				return fmt.Errorf("local detector CIDR %s is not of family %s", p, c.Family)
+			}
+		}
+	case DetectBridgeInterface:
+		if !validInterfaceName(d.BridgeInterface) {
+			return fmt.Errorf("invalid bridge interface name %q", d.BridgeInterface)
+		}
+	case DetectInterfaceNamePrefix:
+		if !validInterfaceName(d.InterfaceNamePrefix) {
+			return fmt.Errorf("invalid interface name prefix %q", d.InterfaceNamePrefix)
+		}
+	default:
+		return fmt.Errorf("unknown local detector mode %q", d.Mode)
+	}
+	for _, p := range c.ServiceCIDRs {
+		if !c.hasFamily(p.Addr()) {
+			return fmt.Errorf("service CIDR %s is not of family %s", p, c.Family)
+		}
+	}
+	return nil
+}
+
+// validInterfaceName accepts what can appear unquoted in an nft iifname match.
+func validInterfaceName(name string) bool {
+	if name == "" || len(name) > 15 {
+		return false
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.@", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Config) hasFamily(a netip.Addr) bool {
+	if c.Family == knftables.IPv6Family {
+		return a.Is6() && !a.Is4In6()
+	}
+	return a.Is4()
+}
+
+// ipX is the nft payload protocol keyword of the family ("ip" or "ip6").
+func (c *Config) ipX() string {
+	if c.Family == knftables.IPv6Family {
+		return "ip6"
+	}
+	return "ip"
+}
+
+// addrType is the nft data type of an address of the family.
+func (c *Config) addrType() string {
+	if c.Family == knftables.IPv6Family {
+		return "ipv6_addr"
+	}
+	return "ipv4_addr"
+}
+
+func (c *Config) masqueradeMark() string {
+	return fmt.Sprintf("%#x", uint32(1)<<uint(c.MasqueradeBit))
+}
+
+// masqueradeRule marks a packet for masquerading in the masquerading chain.
+func (c *Config) masqueradeRule() string {
+	return "mark set mark or " + c.masqueradeMark()
+}
+
+func (c *Config) matchLocalhost() string {
+	if c.Family == knftables.IPv6Family {
+		return "ip6 daddr ::1"
+	}
+	return "ip daddr 127.0.0.0/8"
+}
+
+func (c *Config) matchNotLocalhost() string {
+	if c.Family == knftables.IPv6Family {
+		return "ip6 daddr != ::1"
+	}
+	return "ip daddr != 127.0.0.0/8"
+}
+
+// localDetectorImplemented reports whether traffic from local pods can be recognized.
+func (c *Config) localDetectorImplemented() bool { return c.LocalDetector.Mode != DetectNone }
+
+// ifLocal returns the match for traffic from a local pod ("" when not implemented).
+func (c *Config) ifLocal() string { return c.localMatch(false) }
+
+// ifNotLocal returns the match for traffic not from a local pod.
+func (c *Config) ifNotLocal() string { return c.localMatch(true) }
+
+func (c *Config) localMatch(negate bool) string {
+	op := ""
+	if negate {
+		op = "!= "
+	}
+	d := c.LocalDetector
+	switch d.Mode {
+	case DetectClusterCIDR, DetectNodeCIDR:
+		return c.ipX() + " saddr " + op + prefixSet(d.CIDRs)
+	case DetectBridgeInterface:
+		return "iifname " + op + d.BridgeInterface
+	case DetectInterfaceNamePrefix:
+		return "iifname " + op + d.InterfaceNamePrefix + "*"
+	}
+	return ""
+}
+
+// prefixSet renders one prefix bare, several as an anonymous set.
+func prefixSet(prefixes []netip.Prefix) string {
+	if len(prefixes) == 1 {
+		return prefixes[0].Masked().String()
+	}
+	parts := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		parts[i] = p.Masked().String()
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
+}

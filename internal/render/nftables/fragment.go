@@ -1,0 +1,172 @@
+package nftables
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/knftables"
+)
+
+// Fragment is a plain description of part of the kproxy table: the chains it owns
+// (with their rules), the sets/maps it owns, and the elements it puts into sets/maps
+// (its own or shared ones). RenderBase and RenderService return Fragments with every
+// list sorted, so that equal inputs give equal Fragments and output is deterministic.
+// Fragments are never mutated after rendering; keep them to diff the next sync.
+type Fragment struct {
+	Chains     []Chain
+	Containers []Container
+	Elements   []Element
+}
+
+// Chain is a chain owned by a fragment. Hook is nil for regular chains.
+type Chain struct {
+	Name    string
+	Comment string
+	Hook    *BaseChain
+	Rules   []Rule
+}
+
+// BaseChain is the hook attachment of a base chain.
+type BaseChain struct {
+	Type     knftables.BaseChainType
+	Hook     knftables.BaseChainHook
+	Priority knftables.BaseChainPriority
+}
+
+// Rule is one rule text (as accepted after "add rule <family> <table> <chain>").
+type Rule struct {
+	Text    string
+	Comment string
+}
+
+// Container is a named set or map owned by a fragment.
+type Container struct {
+	Name  string
+	IsMap bool
+	// Type is the nft type expression, e.g. "ipv4_addr . inet_proto . inet_service : verdict".
+	Type    string
+	Comment string
+	// Timeout, when non-zero, makes the set dynamic with a per-element timeout (used by
+	// session affinity sets, updated from the packet path).
+	Timeout time.Duration
+}
+
+// Element is one element of a named set (Value "") or map.
+type Element struct {
+	Container string
+	IsMap     bool
+	// Key is the element key with concatenated fields joined by " . ".
+	Key     string
+	Value   string
+	Comment string
+}
+
+// elementID identifies an element in the kernel: a map key holds one value at a time.
+type elementID struct {
+	container string
+	key       string
+}
+
+func (e *Element) id() elementID { return elementID{e.Container, e.Key} }
+
+// Equal reports whether f and g describe the same objects. Fragments from
+// RenderBase/RenderService are sorted, so equal inputs give Equal fragments.
+func (f *Fragment) Equal(g *Fragment) bool {
+	if f == nil || g == nil {
+		return f == g
+	}
+	return slices.EqualFunc(f.Chains, g.Chains, func(a, b Chain) bool { return equalChain(&a, &b) }) &&
+		slices.Equal(f.Containers, g.Containers) && slices.Equal(f.Elements, g.Elements)
+}
+
+func equalChain(a, b *Chain) bool {
+	return a.Name == b.Name && a.Comment == b.Comment && equalHook(a.Hook, b.Hook) && slices.Equal(a.Rules, b.Rules)
+}
+
+func equalHook(a, b *BaseChain) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// sortFragment puts every list of f in canonical order.
+func sortFragment(f *Fragment) {
+	slices.SortFunc(f.Chains, func(a, b Chain) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(f.Containers, func(a, b Container) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(f.Elements, compareElements)
+	f.Elements = slices.CompactFunc(f.Elements, func(a, b Element) bool { return a == b })
+}
+
+func compareElements(a, b Element) int {
+	return cmp.Or(strings.Compare(a.Container, b.Container), strings.Compare(a.Key, b.Key), strings.Compare(a.Value, b.Value), strings.Compare(a.Comment, b.Comment))
+}
+
+// knftables conversions.
+
+func (c *Chain) object() *knftables.Chain {
+	ch := &knftables.Chain{Name: c.Name}
+	if c.Comment != "" {
+		ch.Comment = knftables.PtrTo(c.Comment)
+	}
+	if c.Hook != nil {
+		ch.Type = knftables.PtrTo(c.Hook.Type)
+		ch.Hook = knftables.PtrTo(c.Hook.Hook)
+		ch.Priority = knftables.PtrTo(c.Hook.Priority)
+	}
+	return ch
+}
+
+func (r *Rule) object(chain string) *knftables.Rule {
+	rule := &knftables.Rule{Chain: chain, Rule: r.Text}
+	if r.Comment != "" {
+		rule.Comment = knftables.PtrTo(r.Comment)
+	}
+	return rule
+}
+
+// addObject returns the object that creates c.
+func (c *Container) addObject() knftables.Object {
+	var comment *string
+	if c.Comment != "" {
+		comment = knftables.PtrTo(c.Comment)
+	}
+	if c.IsMap {
+		return &knftables.Map{Name: c.Name, Type: c.Type, Comment: comment}
+	}
+	s := &knftables.Set{Name: c.Name, Type: c.Type, Comment: comment}
+	if c.Timeout > 0 {
+		// "dynamic" is set explicitly: some kernels add it implicitly to sets
+		// updated from the packet path, and a later "add" without it would then
+		// look like an attempt to change the flags.
+		s.Flags = []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}
+		s.Timeout = knftables.PtrTo(c.Timeout)
+	}
+	return s
+}
+
+// nameObject returns an object naming c, for flush/delete.
+func (c *Container) nameObject() knftables.Object {
+	if c.IsMap {
+		return &knftables.Map{Name: c.Name}
+	}
+	return &knftables.Set{Name: c.Name}
+}
+
+func (e *Element) object(withValue bool) *knftables.Element {
+	el := &knftables.Element{Key: strings.Split(e.Key, " . ")}
+	if e.IsMap {
+		el.Map = e.Container
+		if withValue {
+			el.Value = []string{e.Value}
+		}
+	} else {
+		el.Set = e.Container
+	}
+	if withValue && e.Comment != "" {
+		el.Comment = knftables.PtrTo(e.Comment)
+	}
+	return el
+}

@@ -1,0 +1,162 @@
+package nftables
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/model"
+)
+
+// State is the content of the table as last applied: the base fragment, one
+// fragment per ServicePort, and, for every element, the fragments claiming it.
+// Several fragments may claim one element (every port of a Service adds its ClusterIP
+// to cluster-ips; two Services sharing a backend add the same hairpin entry), so an
+// element is deleted only when its last claimant lets go. A State is not safe for
+// concurrent use; Plan only reads it, Commit mutates it.
+type State struct {
+	base     *Fragment
+	services map[model.ServicePortName]*Fragment
+	claims   map[elementID][]claim
+	// chains indexes the names of the chains of all fragments, to tell whether a
+	// chain left stale by PlanOptions.DeferChainDeletes came back into use.
+	chains map[string]struct{}
+}
+
+// claim is one fragment's claim on an element. The kernel holds the value of the
+// first claim; claims with other values (conflicting Services) wait their turn.
+type claim struct {
+	value, comment string
+}
+
+// NewState builds the State describing exactly base plus services, as WriteFull
+// programs it. The maps and fragments are kept, not copied: do not mutate them.
+func NewState(base *Fragment, services map[model.ServicePortName]*Fragment) *State {
+	s := &State{base: base, services: services, claims: make(map[elementID][]claim), chains: make(map[string]struct{})}
+	if s.services == nil {
+		s.services = make(map[model.ServicePortName]*Fragment)
+	}
+	s.addClaims(base)
+	s.indexChains(nil, base)
+	for _, name := range s.sortedNames() {
+		s.addClaims(s.services[name])
+		s.indexChains(nil, s.services[name])
+	}
+	return s
+}
+
+// indexChains replaces old's chains by new's in the chain index.
+func (s *State) indexChains(old, new *Fragment) {
+	if old != nil {
+		for i := range old.Chains {
+			delete(s.chains, old.Chains[i].Name)
+		}
+	}
+	if new != nil {
+		for i := range new.Chains {
+			s.chains[new.Chains[i].Name] = struct{}{}
+		}
+	}
+}
+
+// RenderServices renders every view (see RenderService), keyed by ServicePort name.
+func RenderServices(cfg *Config, views []*model.ServicePortView) map[model.ServicePortName]*Fragment {
+	out := make(map[model.ServicePortName]*Fragment, len(views))
+	for _, v := range views {
+		f := RenderService(cfg, v)
+		out[v.Name] = &f
+	}
+	return out
+}
+
+func (s *State) addClaims(f *Fragment) {
+	if f == nil {
+		return
+	}
+	for i := range f.Elements {
+		e := &f.Elements[i]
+		s.claims[e.id()] = append(s.claims[e.id()], claim{e.Value, e.Comment})
+	}
+}
+
+func (s *State) sortedNames() []model.ServicePortName {
+	names := make([]model.ServicePortName, 0, len(s.services))
+	for n := range s.services {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, compareNames)
+	return names
+}
+
+func compareNames(a, b model.ServicePortName) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name),
+		strings.Compare(a.Port, b.Port), strings.Compare(string(a.Protocol), string(b.Protocol)))
+}
+
+// Base returns the applied base fragment.
+func (s *State) Base() *Fragment { return s.base }
+
+// Service returns the applied fragment of a ServicePort (nil when absent).
+func (s *State) Service(name model.ServicePortName) *Fragment { return s.services[name] }
+
+// Len returns the number of ServicePorts in the state.
+func (s *State) Len() int { return len(s.services) }
+
+// WriteFull writes into tx a transaction that atomically replaces whatever the table
+// holds (upstream kube-proxy's ruleset, a previous kproxy's, or a drifted one) with
+// the content of s: "add table; delete table; add table", then every object.
+// Deleting rather than flushing the table also drops objects nobody renders any more
+// and lets base chains change hook or priority; the cost is that session-affinity
+// memory is reset, so use it for the first sync and for recovery, and Plan otherwise.
+func WriteFull(tx *knftables.Transaction, s *State) {
+	table := &knftables.Table{Comment: knftables.PtrTo(TableComment)}
+	tx.Add(table)
+	tx.Delete(&knftables.Table{})
+	tx.Add(table)
+
+	frags := make([]*Fragment, 0, len(s.services)+1)
+	if s.base != nil {
+		frags = append(frags, s.base)
+	}
+	for _, n := range s.sortedNames() {
+		frags = append(frags, s.services[n])
+	}
+	// Objects first, then the rules and elements that reference them.
+	for _, f := range frags {
+		for i := range f.Chains {
+			tx.Add(f.Chains[i].object())
+		}
+		for i := range f.Containers {
+			tx.Add(f.Containers[i].addObject())
+		}
+	}
+	for _, f := range frags {
+		for i := range f.Chains {
+			c := &f.Chains[i]
+			for j := range c.Rules {
+				tx.Add(c.Rules[j].object(c.Name))
+			}
+		}
+	}
+	ids := make([]elementID, 0, len(s.claims))
+	for id := range s.claims {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, compareIDs)
+	for _, id := range ids {
+		tx.Add(elementObject(id, s.claims[id][0]))
+	}
+}
+
+func compareIDs(a, b elementID) int {
+	return cmp.Or(strings.Compare(a.container, b.container), strings.Compare(a.key, b.key))
+}
+
+// elementObject builds the element for id holding c. Whether the container is a map
+// follows from the claim: set elements have no value.
+func elementObject(id elementID, c claim) *knftables.Element {
+	e := Element{Container: id.container, IsMap: c.value != "", Key: id.key, Value: c.value, Comment: c.comment}
+	return e.object(true)
+}

@@ -1,0 +1,49 @@
+// Package syncer schedules the proxier's sync function with upstream kube-proxy's
+// "bounded frequency" semantics, and fans one sync out to the proxiers of both IP
+// families.
+//
+// # Runner contract
+//
+// A Runner owns one work function fn(ctx) error and calls it from a single goroutine,
+// the one running Loop(ctx). Nothing else ever calls fn, so fn needs no locking
+// against itself.
+//
+//   - Run() requests a sync and never blocks. While Loop is idle the request runs
+//     at once. Requests that arrive while fn runs, or while the runner waits out
+//     minInterval, coalesce into exactly one later run.
+//   - minInterval is the least time between the end of one run and the start of the
+//     next (upstream: minSyncPeriod). 0 means no limit.
+//   - maxInterval bounds the time between runs: with no Run() call, fn still runs
+//     maxInterval after the previous run ended (upstream passes 1h for nftables and
+//     iptables; the caller passes it in).
+//   - When fn returns an error, the next run comes no later than retryInterval after
+//     it (upstream: syncPeriod), or sooner if Run() is called; a successful run
+//     cancels the pending retry. The retry interval is fixed, as upstream's is, and
+//     is not an exponential back-off: a back-off that starts below syncPeriod would
+//     retry a failing kernel transaction more often than kube-proxy does, and one
+//     that grows past it would delay recovery past what operators expect; a
+//     deployment that wants fewer retries raises syncPeriod, as with upstream.
+//   - Loop does not run fn by itself when it starts: like upstream, the first run
+//     happens on the first Run() (the proxier calls it once its informers have
+//     synced) or after maxInterval.
+//   - Loop returns nil when ctx is cancelled; it returns at once when idle, and after
+//     fn returns when fn is running (fn receives the same ctx and should honour it).
+//     Loop may be called only once per Runner.
+//   - A panic in fn is not recovered: it crashes the process, as upstream's
+//     HandleCrash does by default, because a half-applied dataplane is not a state
+//     to keep running in.
+//
+// All timing goes through an injected k8s.io/utils/clock.Clock, so tests drive it
+// with clock/testing.FakeClock.
+//
+// # Dual-stack fan-out
+//
+// Families is a Syncer that calls Sync on each IP family's proxier, IPv4 first,
+// sequentially, and joins their errors (each wrapped with its family). One family
+// failing does not stop the other from syncing. One Runner drives Families.Sync, so
+// both families share minInterval, maxInterval and the retry: a failure in one
+// family makes the retry re-sync both, which the proxiers' partial syncs make cheap.
+// This is simpler than upstream's metaproxier (one runner per family) and keeps a
+// single sync loop in the process; the health server still tracks each family
+// separately because each proxier reports its own QueuedUpdate/Updated.
+package syncer

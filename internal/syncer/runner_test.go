@@ -1,0 +1,294 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+const waitBound = 5 * time.Second
+
+// harness runs a Runner whose fn hands each call to the test, which decides its result.
+type harness struct {
+	t      *testing.T
+	clock  *clocktesting.FakeClock
+	runner *Runner
+	calls  chan chan error
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newHarness(t *testing.T, minInterval, retryInterval, maxInterval time.Duration) *harness {
+	t.Helper()
+	h := &harness{
+		t:     t,
+		clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
+		calls: make(chan chan error),
+		done:  make(chan error, 1),
+	}
+	fn := func(ctx context.Context) error {
+		reply := make(chan error)
+		select {
+		case h.calls <- reply:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case err := <-reply:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	r, err := NewRunner("test", fn, minInterval, retryInterval, maxInterval, WithClock(h.clock))
+	if err != nil {
+		t.Fatalf("NewRunner: %v", err)
+	}
+	h.runner = r
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- r.Loop(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-h.done:
+		case <-time.After(waitBound):
+			t.Errorf("Loop did not return after cancel")
+		}
+	})
+	return h
+}
+
+// waitWaiters waits until the fake clock has n active timers: 1 means the loop is
+// idle (only the next-run timer), 2 means it is cooling down after a run.
+func (h *harness) waitWaiters(n int) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitBound)
+	for h.clock.Waiters() != n {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %d clock waiters, have %d", n, h.clock.Waiters())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// expectCall waits for fn to be called and makes it return err.
+func (h *harness) expectCall(err error) {
+	h.t.Helper()
+	select {
+	case reply := <-h.calls:
+		reply <- err
+	case <-time.After(waitBound):
+		h.t.Fatalf("fn was not called")
+	}
+}
+
+// expectNoCall checks that fn is not being called; the caller must first have waited
+// for a settled state (waitWaiters) so that the loop is blocked.
+func (h *harness) expectNoCall() {
+	h.t.Helper()
+	select {
+	case reply := <-h.calls:
+		reply <- nil
+		h.t.Fatalf("fn called unexpectedly")
+	default:
+	}
+}
+
+func TestFirstRunIsImmediate(t *testing.T) {
+	h := newHarness(t, time.Second, 10*time.Second, time.Hour)
+	h.waitWaiters(1)
+	h.expectNoCall() // the loop does not sync on its own at start
+	h.runner.Run()
+	h.expectCall(nil) // no clock step needed
+}
+
+func TestBurstsCoalesceAndMinInterval(t *testing.T) {
+	h := newHarness(t, time.Second, 10*time.Second, time.Hour)
+	h.waitWaiters(1)
+	h.runner.Run()
+	h.expectCall(nil)
+	h.waitWaiters(2) // cooling down
+
+	for range 5 {
+		h.runner.Run()
+	}
+	h.expectNoCall()
+	h.clock.Step(time.Second - time.Millisecond)
+	h.waitWaiters(2)
+	h.expectNoCall()
+
+	h.clock.Step(time.Millisecond)
+	h.expectCall(nil) // the burst ran exactly once, right at minInterval
+	h.waitWaiters(2)
+	h.clock.Step(time.Second)
+	h.waitWaiters(1)
+	h.expectNoCall()
+}
+
+func TestRequestDuringRunRunsOnceMore(t *testing.T) {
+	h := newHarness(t, time.Second, 10*time.Second, time.Hour)
+	h.waitWaiters(1)
+	h.runner.Run()
+	select {
+	case reply := <-h.calls:
+		h.runner.Run() // arrives while fn runs
+		h.runner.Run()
+		reply <- nil
+	case <-time.After(waitBound):
+		t.Fatal("fn was not called")
+	}
+	h.waitWaiters(2)
+	h.expectNoCall()
+	h.clock.Step(time.Second)
+	h.expectCall(nil)
+	h.waitWaiters(2)
+	h.clock.Step(time.Second)
+	h.waitWaiters(1)
+	h.expectNoCall()
+}
+
+func TestZeroMinIntervalHasNoCooldown(t *testing.T) {
+	h := newHarness(t, 0, 10*time.Second, time.Hour)
+	h.waitWaiters(1)
+	for range 3 {
+		h.runner.Run()
+		h.expectCall(nil)
+		h.waitWaiters(1)
+	}
+}
+
+func TestMaxIntervalForcesRun(t *testing.T) {
+	h := newHarness(t, time.Second, 10*time.Second, time.Hour)
+	h.waitWaiters(1)
+	h.clock.Step(time.Hour - time.Second)
+	h.waitWaiters(1)
+	h.expectNoCall()
+	h.clock.Step(time.Second)
+	h.expectCall(nil)
+
+	// The period restarts from the end of the last run.
+	h.waitWaiters(2)
+	h.clock.Step(time.Second)
+	h.waitWaiters(1)
+	h.clock.Step(time.Hour - 2*time.Second)
+	h.waitWaiters(1)
+	h.expectNoCall()
+	h.clock.Step(time.Second)
+	h.expectCall(nil)
+}
+
+func TestRetryAfterError(t *testing.T) {
+	h := newHarness(t, time.Second, 10*time.Second, time.Hour)
+	h.waitWaiters(1)
+	h.runner.Run()
+	h.expectCall(errors.New("boom"))
+	h.waitWaiters(2)
+	h.clock.Step(time.Second)
+	h.waitWaiters(1)
+	h.clock.Step(8 * time.Second)
+	h.waitWaiters(1)
+	h.expectNoCall()
+	h.clock.Step(time.Second) // 10s after the failed run
+	h.expectCall(errors.New("still failing"))
+	h.waitWaiters(2)
+	h.clock.Step(time.Second)
+	h.waitWaiters(1)
+	h.clock.Step(9 * time.Second)
+	h.expectCall(nil)
+
+	// After success, the next forced run is at maxInterval, not retryInterval.
+	h.waitWaiters(2)
+	h.clock.Step(time.Second)
+	h.waitWaiters(1)
+	h.clock.Step(20 * time.Second)
+	h.waitWaiters(1)
+	h.expectNoCall()
+}
+
+func TestSuccessfulRunCancelsRetry(t *testing.T) {
+	h := newHarness(t, time.Second, 10*time.Second, time.Hour)
+	h.waitWaiters(1)
+	h.runner.Run()
+	h.expectCall(errors.New("boom"))
+	h.waitWaiters(2)
+	h.runner.Run()
+	h.clock.Step(time.Second)
+	h.expectCall(nil)
+	h.waitWaiters(2)
+	h.clock.Step(time.Second)
+	h.waitWaiters(1)
+	h.clock.Step(30 * time.Second)
+	h.waitWaiters(1)
+	h.expectNoCall()
+}
+
+func TestRetryCappedByMaxInterval(t *testing.T) {
+	h := newHarness(t, 0, time.Hour, 5*time.Second)
+	h.waitWaiters(1)
+	h.runner.Run()
+	h.expectCall(errors.New("boom"))
+	h.waitWaiters(1)
+	h.clock.Step(5 * time.Second)
+	h.expectCall(nil)
+}
+
+func TestLoopStopsOnCancel(t *testing.T) {
+	for _, name := range []string{"idle", "cooldown"} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, time.Second, time.Second, time.Hour)
+			h.waitWaiters(1)
+			if name == "cooldown" {
+				h.runner.Run()
+				h.expectCall(nil)
+				h.waitWaiters(2)
+			}
+			h.cancel()
+			select {
+			case err := <-h.done:
+				if err != nil {
+					t.Fatalf("Loop returned %v, want nil", err)
+				}
+				h.done <- nil // for the cleanup
+			case <-time.After(waitBound):
+				t.Fatal("Loop did not stop")
+			}
+		})
+	}
+}
+
+func TestLoopOnlyOnce(t *testing.T) {
+	h := newHarness(t, 0, time.Second, time.Hour)
+	h.waitWaiters(1)
+	if err := h.runner.Loop(context.Background()); !errors.Is(err, ErrLoopRunning) {
+		t.Fatalf("second Loop = %v, want ErrLoopRunning", err)
+	}
+}
+
+func TestNewRunnerValidates(t *testing.T) {
+	fn := func(context.Context) error { return nil }
+	tests := []struct {
+		name               string
+		fn                 SyncFunc
+		minI, retryI, maxI time.Duration
+		wantErr            bool
+	}{
+		{"ok", fn, time.Second, 30 * time.Second, time.Hour, false},
+		{"no min", fn, 0, 0, time.Hour, false},
+		{"max below min", fn, time.Hour, time.Second, time.Minute, true},
+		{"zero max", fn, 0, time.Second, 0, true},
+		{"negative", fn, -1, time.Second, time.Hour, true},
+		{"nil fn", nil, 0, time.Second, time.Hour, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewRunner("x", tc.fn, tc.minI, tc.retryI, tc.maxI)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+		})
+	}
+}

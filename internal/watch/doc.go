@@ -1,0 +1,21 @@
+// Package watch feeds kproxy from the Kubernetes API, as kube-proxy's informers do.
+//
+// A Watcher runs client-go informers with kube-proxy's selectors:
+//   - Services without the service.kubernetes.io/service-proxy-name label and not
+//     headless (field selector spec.clusterIP!=None);
+//   - EndpointSlices without the service.kubernetes.io/headless label (the
+//     service-proxy-name label is not filtered on EndpointSlices, as upstream);
+//   - ServiceCIDRs (networking.k8s.io/v1), reported as the complete set of CIDRs;
+//   - this node only (field selector metadata.name=<node>), optionally sharing the
+//     node manager's informer.
+//
+// managedFields are stripped from every cached object. Events fan out, in
+// registration order, to typed handlers (ServiceHandler, EndpointSliceHandler,
+// NodeHandler, NodeTopologyHandler, ServiceCIDRHandler) whose shape follows
+// upstream's pkg/proxy/config. An informer is only started for a kind that has at
+// least one handler. Handlers are called from informer goroutines, one per kind, and
+// must be safe for concurrent use across kinds.
+//
+// The package also builds the API client (NewClient) and the events broadcaster and
+// recorder (NewEventBroadcaster) for component "kube-proxy".
+package watch

@@ -1,0 +1,434 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	v1informers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Option configures a Watcher.
+type Option func(*Watcher)
+
+// WithNodeInformer makes the Watcher register its node handlers on an existing,
+// already field-selected informer (the node manager's) instead of creating one.
+// The Watcher does not start it: its owner does.
+func WithNodeInformer(informer v1informers.NodeInformer) Option {
+	return func(w *Watcher) { w.sharedNodeInformer = informer }
+}
+
+// Watcher runs the informers and fans their events out to the registered handlers.
+type Watcher struct {
+	client   kubernetes.Interface
+	nodeName string
+	resync   time.Duration
+
+	sharedNodeInformer v1informers.NodeInformer
+
+	mu                   sync.Mutex
+	started              bool
+	serviceHandlers      []ServiceHandler
+	endpointSliceHandler []EndpointSliceHandler
+	nodeHandlers         []NodeHandler
+	topologyHandlers     []NodeTopologyHandler
+	serviceCIDRHandlers  []ServiceCIDRHandler
+
+	synced chan struct{}
+}
+
+// New returns a Watcher for the node. resync is the informers' resync period
+// (configSyncPeriod; 0 disables resyncs). It has no side effects: nothing talks to
+// the API server before Run.
+func New(client kubernetes.Interface, nodeName string, resync time.Duration, opts ...Option) *Watcher {
+	w := &Watcher{
+		client:   client,
+		nodeName: nodeName,
+		resync:   resync,
+		synced:   make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(w)
+	}
+	return w
+}
+
+var errStarted = errors.New("watch: handlers must be registered before Run")
+
+func (w *Watcher) register(add func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		// Registering late would silently miss the initial list: a programming error.
+		utilruntime.HandleError(errStarted)
+		return
+	}
+	add()
+}
+
+// AddServiceHandler registers h; call before Run.
+func (w *Watcher) AddServiceHandler(h ServiceHandler) {
+	w.register(func() { w.serviceHandlers = append(w.serviceHandlers, h) })
+}
+
+// AddEndpointSliceHandler registers h; call before Run.
+func (w *Watcher) AddEndpointSliceHandler(h EndpointSliceHandler) {
+	w.register(func() { w.endpointSliceHandler = append(w.endpointSliceHandler, h) })
+}
+
+// AddNodeHandler registers h; call before Run.
+func (w *Watcher) AddNodeHandler(h NodeHandler) {
+	w.register(func() { w.nodeHandlers = append(w.nodeHandlers, h) })
+}
+
+// AddNodeTopologyHandler registers h; call before Run.
+func (w *Watcher) AddNodeTopologyHandler(h NodeTopologyHandler) {
+	w.register(func() { w.topologyHandlers = append(w.topologyHandlers, h) })
+}
+
+// AddServiceCIDRHandler registers h; call before Run.
+func (w *Watcher) AddServiceCIDRHandler(h ServiceCIDRHandler) {
+	w.register(func() { w.serviceCIDRHandlers = append(w.serviceCIDRHandlers, h) })
+}
+
+// Synced is closed once every started informer has synced and the *Synced
+// handlers have been called.
+func (w *Watcher) Synced() <-chan struct{} { return w.synced }
+
+// Run starts the informers of the kinds that have handlers, waits for them to sync
+// and calls the *Synced handlers, then blocks until ctx is done and stops the
+// informers. It returns an error if ctx ends before the caches sync, and nil after a
+// normal shutdown.
+func (w *Watcher) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if w.started {
+		w.mu.Unlock()
+		return errors.New("watch: Run called twice")
+	}
+	w.started = true
+	w.mu.Unlock()
+
+	logger := klog.FromContext(ctx)
+	var factories []informers.SharedInformerFactory
+	newFactory := func(tweak func(*metav1.ListOptions)) informers.SharedInformerFactory {
+		opts := []informers.SharedInformerOption{informers.WithTransform(StripManagedFields)}
+		if tweak != nil {
+			opts = append(opts, informers.WithTweakListOptions(tweak))
+		}
+		f := informers.NewSharedInformerFactoryWithOptions(w.client, w.resync, opts...)
+		factories = append(factories, f)
+		return f
+	}
+
+	// waits are run after the informers start; each calls its kind's synced hook.
+	var waits []func(context.Context) error
+	addWait := func(name string, hasSynced cache.InformerSynced, onSynced func()) {
+		waits = append(waits, func(ctx context.Context) error {
+			if !cache.WaitForNamedCacheSyncWithContext(ctx, hasSynced) {
+				return fmt.Errorf("waiting for %s caches to sync: %w", name, context.Cause(ctx))
+			}
+			onSynced()
+			return nil
+		})
+	}
+
+	if len(w.serviceHandlers) > 0 {
+		informer := newFactory(ServiceListOptions).Core().V1().Services().Informer()
+		reg, err := informer.AddEventHandlerWithResyncPeriod(w.serviceEvents(logger), w.resync)
+		if err != nil {
+			return fmt.Errorf("registering service handlers: %w", err)
+		}
+		logger.Info("Starting service config controller")
+		addWait("service config", reg.HasSynced, func() {
+			for _, h := range w.serviceHandlers {
+				logger.V(3).Info("Calling handler.OnServiceSynced()")
+				h.OnServiceSynced()
+			}
+		})
+	}
+
+	if len(w.endpointSliceHandler) > 0 {
+		informer := newFactory(EndpointSliceListOptions).Discovery().V1().EndpointSlices().Informer()
+		reg, err := informer.AddEventHandlerWithResyncPeriod(w.endpointSliceEvents(logger), w.resync)
+		if err != nil {
+			return fmt.Errorf("registering endpoint slice handlers: %w", err)
+		}
+		logger.Info("Starting endpoint slice config controller")
+		addWait("endpoint slice config", reg.HasSynced, func() {
+			for _, h := range w.endpointSliceHandler {
+				logger.V(3).Info("Calling handler.OnEndpointSlicesSynced()")
+				h.OnEndpointSlicesSynced()
+			}
+		})
+	}
+
+	if len(w.serviceCIDRHandlers) > 0 {
+		informer := newFactory(nil).Networking().V1().ServiceCIDRs().Informer()
+		cidrs := &serviceCIDRs{store: informer.GetStore(), handlers: w.serviceCIDRHandlers, logger: logger}
+		reg, err := informer.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { cidrs.notify() },
+			UpdateFunc: func(_, _ any) { cidrs.notify() },
+			DeleteFunc: func(any) { cidrs.notify() },
+		}, w.resync)
+		if err != nil {
+			return fmt.Errorf("registering service CIDR handlers: %w", err)
+		}
+		logger.Info("Starting serviceCIDR config controller")
+		addWait("serviceCIDR config", reg.HasSynced, cidrs.notify)
+	}
+
+	if len(w.nodeHandlers) > 0 || len(w.topologyHandlers) > 0 {
+		nodeInformer := w.sharedNodeInformer
+		if nodeInformer == nil {
+			nodeInformer = newFactory(NodeListOptions(w.nodeName)).Core().V1().Nodes()
+		}
+		informer := nodeInformer.Informer()
+		if len(w.nodeHandlers) > 0 {
+			reg, err := informer.AddEventHandlerWithResyncPeriod(w.nodeEvents(logger), w.resync)
+			if err != nil {
+				return fmt.Errorf("registering node handlers: %w", err)
+			}
+			logger.Info("Starting node config controller")
+			addWait("node config", reg.HasSynced, func() {
+				for _, h := range w.nodeHandlers {
+					logger.V(3).Info("Calling handler.OnNodeSynced()")
+					h.OnNodeSynced()
+				}
+			})
+		}
+		if len(w.topologyHandlers) > 0 {
+			topo := &topology{handlers: w.topologyHandlers, logger: logger}
+			if _, err := informer.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+				AddFunc:    topo.onNode,
+				UpdateFunc: func(_, obj any) { topo.onNode(obj) },
+			}, w.resync); err != nil {
+				return fmt.Errorf("registering node topology handlers: %w", err)
+			}
+		}
+	}
+
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	defer func() {
+		for _, f := range factories {
+			f.Shutdown()
+		}
+	}()
+
+	errs := make(chan error, len(waits))
+	for _, wait := range waits {
+		go func() { errs <- wait(ctx) }()
+	}
+	var syncErr error
+	for range waits {
+		if err := <-errs; err != nil && syncErr == nil {
+			syncErr = err
+		}
+	}
+	if syncErr != nil {
+		return syncErr
+	}
+	close(w.synced)
+
+	<-ctx.Done()
+	return nil
+}
+
+func (w *Watcher) serviceEvents(logger klog.Logger) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			svc, ok := obj.(*v1.Service)
+			if !ok {
+				utilruntime.HandleError(fmt.Errorf("unexpected object type: %T", obj))
+				return
+			}
+			for _, h := range w.serviceHandlers {
+				logger.V(4).Info("Calling handler.OnServiceAdd", "service", klog.KObj(svc))
+				h.OnServiceAdd(svc)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			oldSvc, ok1 := oldObj.(*v1.Service)
+			svc, ok2 := newObj.(*v1.Service)
+			if !ok1 || !ok2 {
+				utilruntime.HandleError(fmt.Errorf("unexpected object types: %T, %T", oldObj, newObj))
+				return
+			}
+			for _, h := range w.serviceHandlers {
+				logger.V(4).Info("Calling handler.OnServiceUpdate", "service", klog.KObj(svc))
+				h.OnServiceUpdate(oldSvc, svc)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			svc, ok := deletedObject[*v1.Service](obj)
+			if !ok {
+				return
+			}
+			for _, h := range w.serviceHandlers {
+				logger.V(4).Info("Calling handler.OnServiceDelete", "service", klog.KObj(svc))
+				h.OnServiceDelete(svc)
+			}
+		},
+	}
+}
+
+func (w *Watcher) endpointSliceEvents(logger klog.Logger) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			slice, ok := obj.(*discoveryv1.EndpointSlice)
+			if !ok {
+				utilruntime.HandleError(fmt.Errorf("unexpected object type: %T", obj))
+				return
+			}
+			for _, h := range w.endpointSliceHandler {
+				logger.V(4).Info("Calling handler.OnEndpointSliceAdd", "endpoints", klog.KObj(slice))
+				h.OnEndpointSliceAdd(slice)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			oldSlice, ok1 := oldObj.(*discoveryv1.EndpointSlice)
+			slice, ok2 := newObj.(*discoveryv1.EndpointSlice)
+			if !ok1 || !ok2 {
+				utilruntime.HandleError(fmt.Errorf("unexpected object types: %T, %T", oldObj, newObj))
+				return
+			}
+			for _, h := range w.endpointSliceHandler {
+				logger.V(4).Info("Calling handler.OnEndpointSliceUpdate", "endpoints", klog.KObj(slice))
+				h.OnEndpointSliceUpdate(oldSlice, slice)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			slice, ok := deletedObject[*discoveryv1.EndpointSlice](obj)
+			if !ok {
+				return
+			}
+			for _, h := range w.endpointSliceHandler {
+				logger.V(4).Info("Calling handler.OnEndpointSliceDelete", "endpoints", klog.KObj(slice))
+				h.OnEndpointSliceDelete(slice)
+			}
+		},
+	}
+}
+
+func (w *Watcher) nodeEvents(logger klog.Logger) cache.ResourceEventHandler {
+	change := func(obj any) {
+		node, ok := obj.(*v1.Node)
+		if !ok {
+			utilruntime.HandleError(fmt.Errorf("unexpected object type: %T", obj))
+			return
+		}
+		for _, h := range w.nodeHandlers {
+			logger.V(4).Info("Calling handler.OnNodeChange", "node", klog.KObj(node))
+			h.OnNodeChange(node)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    change,
+		UpdateFunc: func(_, obj any) { change(obj) },
+		DeleteFunc: func(obj any) {
+			node, ok := deletedObject[*v1.Node](obj)
+			if !ok {
+				return
+			}
+			for _, h := range w.nodeHandlers {
+				logger.V(4).Info("Calling handler.OnNodeDelete", "node", klog.KObj(node))
+				h.OnNodeDelete(node)
+			}
+		},
+	}
+}
+
+// deletedObject unwraps the object of a delete event, which is a tombstone
+// (cache.DeletedFinalStateUnknown) when the watch missed the deletion.
+func deletedObject[T any](obj any) (T, bool) {
+	if t, ok := obj.(T); ok {
+		return t, true
+	}
+	var zero T
+	tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
+	if !ok {
+		utilruntime.HandleError(fmt.Errorf("unexpected object type: %T", obj))
+		return zero, false
+	}
+	t, ok := tombstone.Obj.(T)
+	if !ok {
+		utilruntime.HandleError(fmt.Errorf("unexpected tombstone object type: %T", tombstone.Obj))
+		return zero, false
+	}
+	return t, true
+}
+
+// serviceCIDRs recomputes the set of CIDRs from the informer's store on every
+// event, so a CIDR shared by two ServiceCIDR objects survives the deletion of one.
+type serviceCIDRs struct {
+	mu       sync.Mutex
+	store    cache.Store
+	handlers []ServiceCIDRHandler
+	logger   klog.Logger
+}
+
+func (s *serviceCIDRs) notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := sets.New[string]()
+	for _, obj := range s.store.List() {
+		if sc, ok := obj.(*networkingv1.ServiceCIDR); ok {
+			set.Insert(sc.Spec.CIDRs...)
+		}
+	}
+	cidrs := sets.List(set)
+	for _, h := range s.handlers {
+		s.logger.V(4).Info("Calling handler.OnServiceCIDRsChanged", "cidrs", cidrs)
+		h.OnServiceCIDRsChanged(slices.Clone(cidrs))
+	}
+}
+
+// topology reports the proxy-relevant node labels when they change.
+type topology struct {
+	mu       sync.Mutex
+	labels   map[string]string
+	handlers []NodeTopologyHandler
+	logger   klog.Logger
+}
+
+// topologyLabelKeys are the node labels routing decisions depend on.
+var topologyLabelKeys = []string{v1.LabelTopologyZone}
+
+func (t *topology) onNode(obj any) {
+	node, ok := obj.(*v1.Node)
+	if !ok {
+		utilruntime.HandleError(fmt.Errorf("unexpected object type: %T", obj))
+		return
+	}
+	labels := map[string]string{}
+	for _, k := range topologyLabelKeys {
+		if v, ok := node.Labels[k]; ok {
+			labels[k] = v
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if maps.Equal(t.labels, labels) {
+		return
+	}
+	t.labels = labels
+	for _, h := range t.handlers {
+		t.logger.V(4).Info("Calling handler.OnTopologyChange", "labels", labels)
+		h.OnTopologyChange(maps.Clone(labels))
+	}
+}

@@ -1,0 +1,169 @@
+package proxytest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kproxy/kproxy/test/lab"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Binary builds ./cmd/kube-proxy once per test process into a temporary directory
+// and returns its path (KPROXY_PROXY_BIN overrides it with a prebuilt binary).
+func Binary() (string, error) {
+	buildOnce.Do(func() {
+		if p := os.Getenv("KPROXY_PROXY_BIN"); p != "" {
+			buildPath = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "kproxy-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "kube-proxy")
+		cmd := exec.Command("go", "build", "-o", buildPath, "github.com/kproxy/kproxy/cmd/kube-proxy")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building kube-proxy: %w\n%s", err, out)
+		}
+	})
+	return buildPath, buildErr
+}
+
+// Options shape the proxy's configuration file.
+type Options struct {
+	// Name names the process and its log (default "kube-proxy").
+	Name string
+	// Mode is the proxy mode (default nftables).
+	Mode string
+	// ExtraConfig is appended verbatim to the YAML configuration (top-level fields).
+	ExtraConfig string
+	// Args are extra command-line arguments.
+	Args []string
+}
+
+// Proxy is a running kproxy in the lab's node1.
+type Proxy struct {
+	Lab        *lab.Lab
+	Process    *lab.Process
+	ConfigPath string
+	http       *http.Client
+}
+
+// Config renders the configuration file for node1 of l.
+func Config(l *lab.Lab, o Options) string {
+	mode := o.Mode
+	if mode == "" {
+		mode = "nftables"
+	}
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: %s
+hostnameOverride: %s
+mode: %s
+clusterCIDR: %s,%s
+# The lab shares the host's conntrack table size: never resize it (lab-facts.md).
+conntrack:
+  maxPerCore: 0
+%s`, l.KubeconfigPath, l.Node1.Name, mode, lab.ClusterCIDRs.V4, lab.ClusterCIDRs.V6, o.ExtraConfig)
+}
+
+// Start writes the configuration and starts the proxy in node1.
+func Start(l *lab.Lab, o Options) (*Proxy, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	if o.Name == "" {
+		o.Name = "kube-proxy"
+	}
+	path := filepath.Join(l.WorkDir, o.Name+".yaml")
+	if err := os.WriteFile(path, []byte(Config(l, o)), 0o600); err != nil {
+		return nil, err
+	}
+	args := append([]string{"--config=" + path, "-v=2"}, o.Args...)
+	p, err := l.StartProcess(l.Node1.NS, o.Name, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &Proxy{
+		Lab:        l,
+		Process:    p,
+		ConfigPath: path,
+		http:       &http.Client{Transport: &http.Transport{DialContext: l.Node1.NS.Dial}, Timeout: 2 * time.Second},
+	}, nil
+}
+
+// Get fetches url (as seen from inside node1) and returns the status and body.
+func (p *Proxy) Get(ctx context.Context, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	return resp.StatusCode, string(body), err
+}
+
+// HealthzURL and MetricsURL are the default servers' addresses inside node1.
+const (
+	HealthzURL = "http://127.0.0.1:10256/healthz"
+	LivezURL   = "http://127.0.0.1:10256/livez"
+	MetricsURL = "http://127.0.0.1:10249/metrics"
+	ModeURL    = "http://127.0.0.1:10249/proxyMode"
+)
+
+// WaitFor polls cond every 100ms until it returns nil or timeout passes; the error
+// names what was awaited and the last reason it was not met, with the proxy's log.
+func (p *Proxy) WaitFor(ctx context.Context, what string, timeout time.Duration, cond func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		if last = cond(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-p.Process.Done():
+			_, err := p.Process.Exited()
+			return fmt.Errorf("waiting for %s: the proxy exited (%v); log tail:\n%s", what, err, p.Process.LogTail(40))
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: not met after %s (last: %v); proxy log tail:\n%s", what, timeout, last, p.Process.LogTail(40))
+		case <-tick.C:
+		}
+	}
+}
+
+// WaitHealthy waits for /healthz to answer 200.
+func (p *Proxy) WaitHealthy(ctx context.Context, timeout time.Duration) error {
+	return p.WaitFor(ctx, "/healthz 200", timeout, func(ctx context.Context) error {
+		code, body, err := p.Get(ctx, HealthzURL)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("%d: %s", code, strings.TrimSpace(body))
+		}
+		return nil
+	})
+}
