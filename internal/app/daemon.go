@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 
 	v1 "k8s.io/api/core/v1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,7 +63,7 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	}
 
 	var err error
-	if d.nodeName, err = node.Hostname(cfg.HostnameOverride); err != nil {
+	if d.nodeName, err = node.GetHostname(cfg.HostnameOverride); err != nil {
 		return nil, err
 	}
 	d.nodeRef = watch.NodeRef(d.nodeName)
@@ -74,17 +73,23 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	d.broadcaster, d.recorder = watch.NewEventBroadcaster(d.client)
 	d.healthServer, d.metricsServer = healthAndMetrics(cfg, m, &metricsRegistry{registry: registry})
 
-	d.nodes = node.NewManager(d.client, d.nodeName, cfg.ConfigSyncPeriod, cfg.DetectLocalMode == config.LocalModeNodeCIDR)
-	n, err := d.nodes.WaitForNode(ctx)
-	if err != nil {
+	// The node manager's informer lives as long as ctx: the daemon's whole life.
+	d.nodes = node.NewManager(d.client, node.Config{
+		NodeName:      d.nodeName,
+		ResyncPeriod:  cfg.ConfigSyncPeriod,
+		WatchPodCIDRs: cfg.DetectLocalMode == config.LocalModeNodeCIDR,
+	})
+	if err := d.nodes.Start(ctx); err != nil {
 		return nil, err
 	}
-	d.healthServer.SyncNode(n)
-	rawIPs := d.nodes.NodeIPs()
-	if len(rawIPs) > 0 {
-		logger.Info("Successfully retrieved NodeIPs", "NodeIPs", rawIPs)
+	if n := d.nodes.Node(); n != nil {
+		d.healthServer.SyncNode(n)
 	}
-	primary, nodeIPs := node.DetectNodeIPs(ctx, rawIPs, cfg.BindAddress)
+	bindAddress := ""
+	if cfg.BindAddress.IsValid() {
+		bindAddress = cfg.BindAddress.String()
+	}
+	primary, nodeIPs := node.DetectNodeIPs(ctx, d.nodes.NodeIPs(), bindAddress)
 	podCIDRs := d.nodes.PodCIDRs()
 	nodePortAddrs := expandNodePortAddresses(cfg.NodePortAddresses, nodeIPs)
 
@@ -92,16 +97,12 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	if err := checkBadConfig(cfg, primary, nodePortAddrs, podCIDRs); err != nil {
 		logger.Error(err, "Kube-proxy configuration may be incomplete or incorrect")
 	}
-	ipv6 := node.IPv6Supported(ctx)
-	dualStack := ipv6
-	if primary == v1.IPv6Protocol && !ipv6 {
-		return nil, fmt.Errorf("no support for primary IP family %q", primary)
+	// The nft command always handles both families; the kernel may lack IPv6.
+	supported := node.SupportedFamilies(ctx, node.ProcProbe{}, node.Families{IPv4: true, IPv6: true})
+	if err := supported.CheckPrimary(ctx, primary); err != nil {
+		return nil, err
 	}
-	if dualStack {
-		logger.Info("kube-proxy running in dual-stack mode", "primary ipFamily", primary)
-	} else {
-		logger.Info("kube-proxy running in single-stack mode", "ipFamily", primary)
-	}
+	dualStack := supported.DualStack()
 	if err, fatal := checkBadIPConfig(cfg, primary, dualStack, podCIDRs); err != nil {
 		if fatal {
 			return nil, fmt.Errorf("kube-proxy configuration is incorrect: %w", err)
@@ -156,12 +157,12 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 		return nil, errInitOnly
 	}
 
-	if d.runner, err = newRunner(cfg, syncers); err != nil {
+	if d.runner, err = newRunner(cfg, syncers, d.handlers.families[primary].state.Pending, m); err != nil {
 		return nil, err
 	}
 	d.handlers.trigger = d.runner.Run
 
-	d.watcher = watch.New(d.client, d.nodeName, cfg.ConfigSyncPeriod, watch.WithNodeInformer(d.nodes.Informer()))
+	d.watcher = watch.New(d.client, d.nodeName, cfg.ConfigSyncPeriod, watch.WithNodeInformer(d.nodes.NodeInformer()))
 	d.watcher.AddServiceHandler(d.handlers)
 	d.watcher.AddEndpointSliceHandler(d.handlers)
 	d.watcher.AddNodeTopologyHandler(d.handlers)

@@ -134,12 +134,18 @@ func (d *daemon) run(ctx context.Context) error {
 	return err
 }
 
-// newRunner builds the bounded-frequency runner over every family's proxier.
-func newRunner(cfg *config.Config, syncers map[v1.IPFamily]syncer.Syncer) (*syncer.Runner, error) {
+// newRunner builds the bounded-frequency runner over every family's proxier. After
+// each sync the pending-change gauges show what arrived meanwhile.
+func newRunner(cfg *config.Config, syncers map[v1.IPFamily]syncer.Syncer, pending func() (services, endpoints int), m *metrics.Metrics) (*syncer.Runner, error) {
 	families := syncer.NewFamilies(syncers)
+	sync := func(ctx context.Context) error {
+		err := families.Sync(ctx)
+		m.SetPendingChanges(pending())
+		return err
+	}
 	// minSyncPeriod bounds how often rules are written; a failed sync is retried
 	// after syncPeriod; and rules are rewritten at least every hour as upstream.
-	return syncer.NewRunner("sync-runner", families.Sync, cfg.MinSyncPeriod, cfg.SyncPeriod, time.Hour)
+	return syncer.NewRunner("sync-runner", sync, cfg.MinSyncPeriod, cfg.SyncPeriod, time.Hour)
 }
 
 // healthAndMetrics builds the two HTTP servers.

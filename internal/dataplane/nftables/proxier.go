@@ -172,6 +172,10 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		// conntrack work of this update for the sync that succeeds.
 		p.applied = nil
 		p.keepConntrackWork(update)
+		// This update's health check node port change is consumed: remember it.
+		if update.HealthCheckNodePortsChanged {
+			p.healthPortsPending = true
+		}
 		p.cfg.Metrics.IncNFTablesSyncFailures()
 		return fmt.Errorf("nftables %s transaction (%d operations, full=%t): %w", p.cfg.Family, tx.NumOperations(), full, err)
 	}
@@ -206,7 +210,9 @@ func (p *Proxier) refreshRenderConfig(ctx context.Context) bool {
 }
 
 func (p *Proxier) keepConntrackWork(update *model.Update) {
-	if update.ConntrackCleanupRequired {
+	// A deleted UDP Service needs the cleanup even when its EndpointSlices did not
+	// change (yet): the model sets ConntrackCleanupRequired only for endpoint changes.
+	if update.ConntrackCleanupRequired || len(update.DeletedUDPServicePorts) > 0 {
 		p.pendingConntrack = true
 	}
 	p.deletedUDP = append(p.deletedUDP, update.DeletedUDPServicePorts...)

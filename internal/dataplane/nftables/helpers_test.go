@@ -1,0 +1,371 @@
+package nftables
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/conntrack"
+	"github.com/kproxy/kproxy/internal/metrics"
+	"github.com/kproxy/kproxy/internal/model"
+	render "github.com/kproxy/kproxy/internal/render/nftables"
+)
+
+const (
+	testNodeName = "node-a"
+	testNodeIP   = "192.168.0.2"
+)
+
+var errInjected = errors.New("injected nft failure")
+
+// recordingNFT wraps the knftables Fake: it records the size of every transaction
+// run and can fail the next Run calls without applying them (as a failed atomic nft
+// transaction leaves the kernel unchanged).
+type recordingNFT struct {
+	*knftables.Fake
+	mu         sync.Mutex
+	operations []int
+	failNext   int
+}
+
+func (r *recordingNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
+	r.mu.Lock()
+	r.operations = append(r.operations, tx.NumOperations())
+	fail := r.failNext > 0
+	if fail {
+		r.failNext--
+	}
+	r.mu.Unlock()
+	if fail {
+		return errInjected
+	}
+	return r.Fake.Run(ctx, tx)
+}
+
+// lastOperations returns the size of the last transaction run (0 when none).
+func (r *recordingNFT) lastOperations() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.operations) == 0 {
+		return 0
+	}
+	return r.operations[len(r.operations)-1]
+}
+
+func (r *recordingNFT) runs() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.operations)
+}
+
+// fakeHealth records Updated calls per family.
+type fakeHealth struct {
+	mu      sync.Mutex
+	updated map[v1.IPFamily]int
+}
+
+func (h *fakeHealth) Updated(family v1.IPFamily) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.updated == nil {
+		h.updated = map[v1.IPFamily]int{}
+	}
+	h.updated[family]++
+}
+
+func (h *fakeHealth) count(family v1.IPFamily) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.updated[family]
+}
+
+// fakeServiceHealth records the arguments of every call.
+// Calls fail with err when it is set.
+type fakeServiceHealth struct {
+	services  []map[types.NamespacedName]uint16
+	endpoints []map[types.NamespacedName]int
+	err       error
+}
+
+func (f *fakeServiceHealth) SyncServices(m map[types.NamespacedName]uint16) error {
+	f.services = append(f.services, m)
+	return f.err
+}
+
+func (f *fakeServiceHealth) SyncEndpoints(m map[types.NamespacedName]int) error {
+	f.endpoints = append(f.endpoints, m)
+	return f.err
+}
+
+// fixture is a Proxier for IPv4 with every dependency faked.
+type fixture struct {
+	t         *testing.T
+	proxier   *Proxier
+	nft       *recordingNFT
+	state     *model.State
+	conntrack *conntrack.Fake
+	registry  *prometheus.Registry
+	clock     *clocktesting.FakeClock
+	health    *fakeHealth
+	svcHealth *fakeServiceHealth
+}
+
+func testRenderConfig() render.Config {
+	return render.Config{
+		Family:            knftables.IPv4Family,
+		NodePortAddresses: render.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr(testNodeIP)}},
+		LocalDetector:     render.LocalDetector{Mode: render.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
+		MasqueradeBit:     14,
+		ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")},
+		NodeIP:            netip.MustParseAddr(testNodeIP),
+	}
+}
+
+func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
+	t.Helper()
+	f := &fixture{
+		t:         t,
+		nft:       &recordingNFT{Fake: knftables.NewFake(knftables.IPv4Family, render.TableName)},
+		state:     model.NewState(v1.IPv4Protocol, testNodeName),
+		conntrack: conntrack.NewFake(),
+		registry:  prometheus.NewRegistry(),
+		clock:     clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)),
+		health:    &fakeHealth{},
+		svcHealth: &fakeServiceHealth{},
+	}
+	m := metrics.New(f.registry)
+	if err := m.Register(metrics.RegisterOptions{Mode: metrics.ModeNFTables}); err != nil {
+		t.Fatalf("registering metrics: %v", err)
+	}
+	cfg := Config{
+		Family:        v1.IPv4Protocol,
+		Render:        testRenderConfig(),
+		NFT:           f.nft,
+		State:         f.state,
+		Conntrack:     f.conntrack,
+		Metrics:       m.Family(v1.IPv4Protocol),
+		Health:        f.health,
+		ServiceHealth: f.svcHealth,
+		Clock:         f.clock,
+	}
+	for _, mut := range mutate {
+		mut(&cfg)
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	f.proxier = p
+	return f
+}
+
+func (f *fixture) sync() {
+	f.t.Helper()
+	if err := f.proxier.Sync(context.Background()); err != nil {
+		f.t.Fatalf("Sync: %v", err)
+	}
+}
+
+// expectedDump renders the model from scratch with cfg into a fresh Fake, as a full
+// sync would program it.
+func (f *fixture) expectedDump(cfg render.Config) string {
+	f.t.Helper()
+	fresh := knftables.NewFake(knftables.IPv4Family, render.TableName)
+	base := render.RenderBase(&cfg)
+	st := render.NewState(&base, render.RenderServices(&cfg, slices.Collect(f.state.Views())))
+	tx := fresh.NewTransaction()
+	render.WriteFull(tx, st)
+	if err := fresh.Run(context.Background(), tx); err != nil {
+		f.t.Fatalf("fresh full render: %v", err)
+	}
+	return normalizeDump(fresh.Dump())
+}
+
+// checkTableIsFullRender fails unless the table equals a fresh full render.
+func (f *fixture) checkTableIsFullRender(cfg render.Config) {
+	f.t.Helper()
+	got, want := normalizeDump(f.nft.Dump()), f.expectedDump(cfg)
+	if got != want {
+		f.t.Errorf("table differs from a full render:\n--- got\n%s\n--- want\n%s", got, want)
+	}
+}
+
+// normalizeDump sorts element lines: the Fake keeps elements in insertion order, and
+// the order of set/map elements has no meaning. Everything else keeps its order.
+func normalizeDump(dump string) string {
+	var other, elements []string
+	for _, line := range strings.Split(strings.TrimSpace(dump), "\n") {
+		if strings.HasPrefix(line, "add element ") {
+			elements = append(elements, line)
+		} else {
+			other = append(other, line)
+		}
+	}
+	slices.Sort(elements)
+	return strings.Join(append(other, elements...), "\n")
+}
+
+// Metric readers.
+
+func (f *fixture) metricFamily(name string) *dto.MetricFamily {
+	f.t.Helper()
+	families, err := f.registry.Gather()
+	if err != nil {
+		f.t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range families {
+		if mf.GetName() == name {
+			return mf
+		}
+	}
+	return nil
+}
+
+// metricValue returns the value of the counter or gauge name with the given labels
+// (0 when the series does not exist).
+func (f *fixture) metricValue(name string, labels map[string]string) float64 {
+	f.t.Helper()
+	m := findSeries(f.metricFamily(name), labels)
+	switch {
+	case m == nil:
+		return 0
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	}
+	f.t.Fatalf("%s is neither a counter nor a gauge", name)
+	return 0
+}
+
+// histogram returns the sample count and sum of a histogram series.
+func (f *fixture) histogram(name string, labels map[string]string) (uint64, float64) {
+	f.t.Helper()
+	m := findSeries(f.metricFamily(name), labels)
+	if m == nil || m.Histogram == nil {
+		return 0, 0
+	}
+	return m.Histogram.GetSampleCount(), m.Histogram.GetSampleSum()
+}
+
+func findSeries(mf *dto.MetricFamily, labels map[string]string) *dto.Metric {
+	if mf == nil {
+		return nil
+	}
+	for _, m := range mf.GetMetric() {
+		match := len(m.GetLabel()) == len(labels)
+		for _, lp := range m.GetLabel() {
+			if labels[lp.GetName()] != lp.GetValue() {
+				match = false
+			}
+		}
+		if match {
+			return m
+		}
+	}
+	return nil
+}
+
+var ipv4Label = map[string]string{"ip_family": "IPv4"}
+
+// API object builders.
+
+type svcOpt func(*v1.Service)
+
+func makeService(ns, name, clusterIP string, opts ...svcOpt) *v1.Service {
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.ServiceSpec{
+			Type:       v1.ServiceTypeClusterIP,
+			ClusterIP:  clusterIP,
+			ClusterIPs: []string{clusterIP},
+			IPFamilies: []v1.IPFamily{v1.IPv4Protocol},
+		},
+	}
+	for _, o := range opts {
+		o(svc)
+	}
+	return svc
+}
+
+func withPort(name string, proto v1.Protocol, port, targetPort int32) svcOpt {
+	return func(svc *v1.Service) {
+		svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: name, Protocol: proto, Port: port, TargetPort: intstr.FromInt32(targetPort)})
+	}
+}
+
+// asLoadBalancer makes the Service a LoadBalancer with the given VIP and node port
+// on its last port; local sets externalTrafficPolicy Local with healthCheckNodePort.
+func asLoadBalancer(vip string, nodePort int32, local bool, healthCheckNodePort int32) svcOpt {
+	return func(svc *v1.Service) {
+		svc.Spec.Type = v1.ServiceTypeLoadBalancer
+		svc.Spec.Ports[len(svc.Spec.Ports)-1].NodePort = nodePort
+		svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: vip}}
+		if local {
+			svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+			svc.Spec.HealthCheckNodePort = healthCheckNodePort
+		}
+	}
+}
+
+func withInternalLocal() svcOpt {
+	return func(svc *v1.Service) {
+		svc.Spec.InternalTrafficPolicy = ptr.To(v1.ServiceInternalTrafficPolicyLocal)
+	}
+}
+
+type sliceEndpoint struct {
+	ip      string
+	node    string
+	serving bool // ready and serving when true; neither when false
+}
+
+func ready(ip, node string) sliceEndpoint { return sliceEndpoint{ip: ip, node: node, serving: true} }
+
+func makeSlice(ns, svc, name string, port int32, portName string, proto v1.Protocol, eps ...sliceEndpoint) *discovery.EndpointSlice {
+	s := &discovery.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   ns,
+			Name:        name,
+			Labels:      map[string]string{discovery.LabelServiceName: svc},
+			Annotations: map[string]string{},
+		},
+		AddressType: discovery.AddressTypeIPv4,
+		Ports:       []discovery.EndpointPort{{Name: ptr.To(portName), Port: ptr.To(port), Protocol: ptr.To(proto)}},
+	}
+	for _, e := range eps {
+		s.Endpoints = append(s.Endpoints, discovery.Endpoint{
+			Addresses: []string{e.ip},
+			NodeName:  ptr.To(e.node),
+			Conditions: discovery.EndpointConditions{
+				Ready: ptr.To(e.serving), Serving: ptr.To(e.serving), Terminating: ptr.To(false),
+			},
+		})
+	}
+	return s
+}
+
+func withTriggerTime(s *discovery.EndpointSlice, t time.Time) *discovery.EndpointSlice {
+	s.Annotations[v1.EndpointsLastChangeTriggerTime] = t.Format(time.RFC3339Nano)
+	return s
+}
+
+func spName(ns, name, port string, proto v1.Protocol) model.ServicePortName {
+	return model.ServicePortName{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}, Port: port, Protocol: proto}
+}

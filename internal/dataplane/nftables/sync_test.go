@@ -1,0 +1,445 @@
+package nftables
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/knftables"
+)
+
+// addStandardServices feeds the model a TCP ClusterIP Service, a UDP ClusterIP
+// Service (each with a local and a remote endpoint) and an eTP=Local LoadBalancer
+// whose only endpoint is on another node.
+func addStandardServices(f *fixture) {
+	st := f.state
+	st.OnServiceAdd(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	st.OnEndpointSliceAdd(makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		ready("10.0.1.1", testNodeName), ready("10.0.2.1", "node-b")))
+
+	st.OnServiceAdd(makeService("ns1", "dns", "172.30.0.53", withPort("dns", v1.ProtocolUDP, 53, 5353)))
+	st.OnEndpointSliceAdd(makeSlice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
+		ready("10.0.1.2", testNodeName), ready("10.0.2.2", "node-b")))
+
+	st.OnServiceAdd(makeService("ns2", "lb", "172.30.0.20", withPort("http", v1.ProtocolTCP, 80, 8080),
+		asLoadBalancer("1.2.3.4", 30080, true, 30999)))
+	st.OnEndpointSliceAdd(makeSlice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, ready("10.0.2.3", "node-b")))
+}
+
+// isFullRewrite reports whether the last transaction replaced the whole table.
+func (f *fixture) lastWasFullRewrite() bool {
+	f.nft.RLock()
+	defer f.nft.RUnlock()
+	return f.nft.LastTransaction != nil && strings.Contains(f.nft.LastTransaction.String(), "delete table ip kube-proxy")
+}
+
+func TestFirstSyncIsFull(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.sync()
+
+	if !f.lastWasFullRewrite() {
+		t.Errorf("first sync did not replace the table:\n%s", f.nft.LastTransaction)
+	}
+	f.checkTableIsFullRender(testRenderConfig())
+	if n, _ := f.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds", ipv4Label); n != 1 {
+		t.Errorf("full sync durations observed = %d, want 1", n)
+	}
+	if n, _ := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", ipv4Label); n != 0 {
+		t.Errorf("partial sync durations observed = %d, want 0", n)
+	}
+	if n, _ := f.histogram("kubeproxy_sync_proxy_rules_duration_seconds", ipv4Label); n != 1 {
+		t.Errorf("sync durations observed = %d, want 1", n)
+	}
+	if got, want := f.metricValue("kubeproxy_sync_proxy_rules_last_timestamp_seconds", ipv4Label), float64(f.clock.Now().Unix()); got != want {
+		t.Errorf("last sync timestamp = %v, want %v", got, want)
+	}
+}
+
+func TestNewTouchesNothing(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	if f.nft.runs() != 0 || f.nft.Dump() != "" {
+		t.Errorf("New ran %d transactions; table:\n%s", f.nft.runs(), f.nft.Dump())
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	good := newFixture(t).proxier.cfg
+	for name, mutate := range map[string]func(*Config){
+		"no NFT":        func(c *Config) { c.NFT = nil },
+		"no State":      func(c *Config) { c.State = nil },
+		"bad family":    func(c *Config) { c.Render.Family = "inet" },
+		"bad CIDR":      func(c *Config) { c.Render.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("fd00::/64")} },
+		"bad masq bit ": func(c *Config) { c.Render.MasqueradeBit = 40 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := good
+			mutate(&cfg)
+			if _, err := New(cfg); err == nil {
+				t.Error("New accepted an invalid configuration")
+			}
+		})
+	}
+}
+
+func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.sync()
+	fullOps := f.nft.lastOperations()
+
+	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		ready("10.0.1.1", testNodeName), ready("10.0.2.1", "node-b"), ready("10.0.3.1", "node-c")))
+	f.sync()
+
+	if f.lastWasFullRewrite() {
+		t.Fatalf("an endpoint change rewrote the whole table:\n%s", f.nft.LastTransaction)
+	}
+	// One chain rewritten: flush + 3 rules.
+	if got := f.nft.lastOperations(); got != 4 {
+		t.Errorf("delta has %d operations, want 4 (full sync had %d):\n%s", got, fullOps, f.nft.LastTransaction)
+	}
+	f.checkTableIsFullRender(testRenderConfig())
+	if n, _ := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", ipv4Label); n != 1 {
+		t.Errorf("partial sync durations observed = %d, want 1", n)
+	}
+
+	// A Service added and another deleted: still a delta, still equal to a full render.
+	f.state.OnServiceAdd(makeService("ns3", "new", "172.30.0.30", withPort("", v1.ProtocolTCP, 443, 8443)))
+	f.state.OnServiceDelete(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.sync()
+	if f.lastWasFullRewrite() {
+		t.Fatalf("a Service change rewrote the whole table")
+	}
+	f.checkTableIsFullRender(testRenderConfig())
+}
+
+func TestSyncWithoutChangesRunsNoTransaction(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.sync()
+	runs := f.nft.runs()
+	f.sync()
+	f.sync()
+	if got := f.nft.runs(); got != runs {
+		t.Errorf("syncs without changes ran %d transactions", got-runs)
+	}
+	if got := f.health.count(v1.IPv4Protocol); got != 3 {
+		t.Errorf("health Updated %d times, want once per successful sync (3)", got)
+	}
+	if n, _ := f.histogram("kubeproxy_sync_proxy_rules_duration_seconds", ipv4Label); n != 3 {
+		t.Errorf("sync durations observed = %d, want 3", n)
+	}
+}
+
+func TestFailedTransaction(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		name := "later sync"
+		if first {
+			name = "first sync"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			addStandardServices(f)
+			if !first {
+				f.sync()
+			}
+			before := normalizeDump(f.nft.Dump())
+			updates := f.health.count(v1.IPv4Protocol)
+
+			f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+				ready("10.0.3.1", "node-c")))
+			f.nft.failNext = 1
+			err := f.proxier.Sync(context.Background())
+			if !errors.Is(err, errInjected) {
+				t.Fatalf("Sync error = %v, want the transaction's error", err)
+			}
+			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); got != 1 {
+				t.Errorf("sync failures = %v, want 1", got)
+			}
+			if got := f.health.count(v1.IPv4Protocol); got != updates {
+				t.Errorf("health Updated after a failed sync")
+			}
+			if got := normalizeDump(f.nft.Dump()); got != before {
+				t.Errorf("failed transaction changed the table")
+			}
+
+			f.sync() // no new event: the retry alone must apply the change
+			if !f.lastWasFullRewrite() {
+				t.Errorf("the sync after a failure was not a full rewrite:\n%s", f.nft.LastTransaction)
+			}
+			f.checkTableIsFullRender(testRenderConfig())
+			if !strings.Contains(f.nft.Dump(), "10.0.3.1:8080") {
+				t.Errorf("the change of the failed sync is not in the table")
+			}
+			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); got != 1 {
+				t.Errorf("sync failures = %v after recovery, want 1", got)
+			}
+			if got := f.health.count(v1.IPv4Protocol); got != updates+1 {
+				t.Errorf("health Updated %d times after the recovery, want %d", got, updates+1)
+			}
+
+			// Back to deltas afterwards.
+			f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+				ready("10.0.3.2", "node-c")))
+			f.sync()
+			if f.lastWasFullRewrite() {
+				t.Errorf("the sync after the recovery was a full rewrite")
+			}
+			f.checkTableIsFullRender(testRenderConfig())
+		})
+	}
+}
+
+func TestFullSyncPeriod(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.FullSyncPeriod = time.Minute })
+	addStandardServices(f)
+	f.sync()
+
+	f.clock.Step(30 * time.Second)
+	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.1", "node-c")))
+	f.sync()
+	if f.lastWasFullRewrite() {
+		t.Fatalf("sync before FullSyncPeriod was full")
+	}
+
+	// Something rewrote the table behind our back; the periodic full sync repairs it.
+	tx := f.nft.NewTransaction()
+	tx.Flush(&knftables.Chain{Name: "services"})
+	if err := f.nft.Fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+
+	f.clock.Step(30 * time.Second)
+	runs := f.nft.runs()
+	f.sync() // no change, but FullSyncPeriod elapsed since the first sync
+	if f.nft.runs() != runs+1 || !f.lastWasFullRewrite() {
+		t.Fatalf("no full rewrite after FullSyncPeriod")
+	}
+	f.checkTableIsFullRender(testRenderConfig())
+	if n, _ := f.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds", ipv4Label); n != 2 {
+		t.Errorf("full sync durations observed = %d, want 2", n)
+	}
+
+	f.clock.Step(59 * time.Second)
+	runs = f.nft.runs()
+	f.sync()
+	if f.nft.runs() != runs {
+		t.Errorf("a sync within FullSyncPeriod of the last full sync ran a transaction")
+	}
+}
+
+func TestDefaultFullSyncPeriod(t *testing.T) {
+	f := newFixture(t)
+	if f.proxier.cfg.FullSyncPeriod != DefaultFullSyncPeriod {
+		t.Errorf("FullSyncPeriod = %v, want %v", f.proxier.cfg.FullSyncPeriod, DefaultFullSyncPeriod)
+	}
+}
+
+func TestSetServiceCIDRs(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.sync()
+
+	cidrs := []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16"), netip.MustParsePrefix("172.31.0.0/16")}
+	f.proxier.SetServiceCIDRs(cidrs)
+	f.sync()
+	if f.lastWasFullRewrite() {
+		t.Errorf("a ServiceCIDR change rewrote the whole table")
+	}
+	rules := clusterIPsCheckRules(t, f)
+	if !strings.Contains(rules, "{ 172.30.0.0/16, 172.31.0.0/16 } drop") {
+		t.Errorf("cluster-ips-check does not drop the new ServiceCIDRs:\n%s", rules)
+	}
+	want := testRenderConfig()
+	want.ServiceCIDRs = cidrs
+	f.checkTableIsFullRender(want)
+
+	// The same CIDRs again change nothing.
+	runs := f.nft.runs()
+	f.proxier.SetServiceCIDRs([]netip.Prefix{netip.MustParsePrefix("172.30.0.0/16"), netip.MustParsePrefix("172.31.0.0/16")})
+	f.sync()
+	if f.nft.runs() != runs {
+		t.Errorf("setting unchanged ServiceCIDRs ran a transaction")
+	}
+
+	// No CIDRs: no drop rule at all.
+	f.proxier.SetServiceCIDRs(nil)
+	f.sync()
+	if rules := clusterIPsCheckRules(t, f); strings.Contains(rules, "drop") {
+		t.Errorf("cluster-ips-check still drops without ServiceCIDRs:\n%s", rules)
+	}
+	want.ServiceCIDRs = nil
+	f.checkTableIsFullRender(want)
+}
+
+func TestSetServiceCIDRsBeforeFirstSync(t *testing.T) {
+	f := newFixture(t)
+	cidrs := []netip.Prefix{netip.MustParsePrefix("172.31.0.0/16")}
+	f.proxier.SetServiceCIDRs(cidrs)
+	f.sync()
+	want := testRenderConfig()
+	want.ServiceCIDRs = cidrs
+	f.checkTableIsFullRender(want)
+}
+
+func TestNodePortIPsChange(t *testing.T) {
+	ips := []netip.Addr{netip.MustParseAddr(testNodeIP)}
+	var listErr error
+	f := newFixture(t, func(c *Config) {
+		c.NodePortIPs = func() ([]netip.Addr, error) { return ips, listErr }
+	})
+	addStandardServices(f)
+	f.sync()
+	f.checkTableIsFullRender(testRenderConfig())
+
+	ips = []netip.Addr{netip.MustParseAddr(testNodeIP), netip.MustParseAddr("192.168.1.2")}
+	f.sync()
+	if f.lastWasFullRewrite() {
+		t.Errorf("a node address change rewrote the whole table")
+	}
+	want := testRenderConfig()
+	want.NodePortAddresses.IPs = ips
+	f.checkTableIsFullRender(want)
+
+	// A failure to list keeps the previous addresses.
+	listErr = errors.New("netlink is down")
+	ips = nil
+	runs := f.nft.runs()
+	f.sync()
+	if f.nft.runs() != runs {
+		t.Errorf("a failure to list node addresses ran a transaction")
+	}
+	f.checkTableIsFullRender(want)
+}
+
+func clusterIPsCheckRules(t *testing.T, f *fixture) string {
+	t.Helper()
+	rules, err := f.nft.ListRules(context.Background(), "cluster-ips-check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.Rule)
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestServiceHealth(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.sync()
+	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
+	if len(f.svcHealth.services) != 1 || len(f.svcHealth.services[0]) != 1 || f.svcHealth.services[0][lb] != 30999 {
+		t.Fatalf("SyncServices calls = %v, want one with {ns2/lb: 30999}", f.svcHealth.services)
+	}
+	if len(f.svcHealth.endpoints) != 1 {
+		t.Fatalf("SyncEndpoints called %d times, want 1", len(f.svcHealth.endpoints))
+	}
+	eps := f.svcHealth.endpoints[0]
+	if eps[types.NamespacedName{Namespace: "ns1", Name: "web"}] != 1 || eps[lb] != 0 {
+		t.Errorf("SyncEndpoints(%v): want 1 local endpoint for ns1/web and none for ns2/lb", eps)
+	}
+
+	// An endpoint change does not resync the health check services.
+	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
+		ready("10.0.2.3", "node-b"), ready("10.0.1.3", testNodeName)))
+	f.sync()
+	if len(f.svcHealth.services) != 1 {
+		t.Errorf("SyncServices called again without a health check node port change")
+	}
+	if last := f.svcHealth.endpoints[len(f.svcHealth.endpoints)-1]; last[lb] != 1 {
+		t.Errorf("SyncEndpoints(%v): want 1 local endpoint for ns2/lb", last)
+	}
+
+	// A new healthCheckNodePort is passed on.
+	f.state.OnServiceUpdate(nil, makeService("ns2", "lb", "172.30.0.20", withPort("http", v1.ProtocolTCP, 80, 8080),
+		asLoadBalancer("1.2.3.4", 30080, true, 30998)))
+	f.sync()
+	if n := len(f.svcHealth.services); n != 2 || f.svcHealth.services[1][lb] != 30998 {
+		t.Errorf("SyncServices calls = %v, want a second one with {ns2/lb: 30998}", f.svcHealth.services)
+	}
+}
+
+func TestServiceHealthChangeSurvivesFailedSync(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.sync()
+	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
+
+	f.state.OnServiceUpdate(nil, makeService("ns2", "lb", "172.30.0.20", withPort("http", v1.ProtocolTCP, 80, 8080),
+		asLoadBalancer("1.2.3.4", 30080, true, 30998)))
+	f.nft.failNext = 1
+	if err := f.proxier.Sync(context.Background()); err == nil {
+		t.Fatal("Sync succeeded despite the failed transaction")
+	}
+	f.sync()
+	last := f.svcHealth.services[len(f.svcHealth.services)-1]
+	if last[lb] != 30998 {
+		t.Errorf("after recovering from a failed sync, health check ports = %v, want {ns2/lb: 30998}", last)
+	}
+}
+
+func TestHealthUpdatedOncePerSuccessfulSync(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.sync()
+	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.1", "node-c")))
+	f.sync()
+	f.nft.failNext = 1
+	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.2", "node-c")))
+	_ = f.proxier.Sync(context.Background())
+	f.sync()
+	if got := f.health.count(v1.IPv4Protocol); got != 3 {
+		t.Errorf("health Updated %d times for 3 successful syncs", got)
+	}
+	if got := f.health.count(v1.IPv6Protocol); got != 0 {
+		t.Errorf("health Updated for the wrong family")
+	}
+}
+
+func TestOptionalDependenciesMayBeNil(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.Metrics, c.Health, c.ServiceHealth, c.Conntrack, c.Clock = nil, nil, nil, nil, nil
+	})
+	addStandardServices(f)
+	f.sync()
+	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, ready("10.0.3.1", "node-c")))
+	f.state.OnServiceDelete(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.sync()
+	f.checkTableIsFullRender(testRenderConfig())
+}
+
+func TestInvalidDataIsSkipped(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.state.OnServiceAdd(makeService("ns3", "bad", "not-an-ip", withPort("", v1.ProtocolTCP, 80, 8080)))
+	f.sync()
+	f.checkTableIsFullRender(testRenderConfig())
+	if strings.Contains(f.nft.Dump(), "ns3") {
+		t.Errorf("the invalid Service was programmed")
+	}
+}
+
+func TestServiceHealthFailureRetried(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.svcHealth.err = errors.New("port in use")
+	f.sync() // a health server failure does not fail the sync
+	f.svcHealth.err = nil
+	f.sync()
+	if n := len(f.svcHealth.services); n != 2 {
+		t.Errorf("SyncServices called %d times, want a retry after the failure (2)", n)
+	}
+	f.sync()
+	if n := len(f.svcHealth.services); n != 2 {
+		t.Errorf("SyncServices called %d times, want no call once it succeeded (2)", n)
+	}
+}

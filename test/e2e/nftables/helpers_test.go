@@ -1,0 +1,292 @@
+package nftables
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/kproxy/kproxy/test/e2e/proxytest"
+	"github.com/kproxy/kproxy/test/lab"
+)
+
+// Bounds of the suite's waits.
+const (
+	syncTimeout  = 20 * time.Second       // a change is programmed and answers
+	dropTimeout  = 400 * time.Millisecond // a probe expected to be dropped
+	probeTimeout = time.Second
+)
+
+// tcpUDP lists both protocols a Service port is tested with.
+var tcpUDP = []v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP}
+
+// lbCounter hands out load-balancer addresses unique within the run.
+var lbCounter atomic.Int32
+
+func nextLBIndex() int { return int(lbCounter.Add(1)) + 10 }
+
+// testCtx returns a context bounded by d and canceled at the end of t.
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// forEachFamily runs fn as a subtest per IP family.
+func forEachFamily(t *testing.T, fn func(t *testing.T, fam v1.IPFamily)) {
+	for _, fam := range lab.Families {
+		t.Run(string(fam), func(t *testing.T) { fn(t, fam) })
+	}
+}
+
+// tcpPort is a named TCP service port to a numeric target.
+func svcPort(name string, proto v1.Protocol, port, target int32) v1.ServicePort {
+	return v1.ServicePort{Name: name, Protocol: proto, Port: port, TargetPort: intstr.FromInt32(target)}
+}
+
+// createService creates a RequireDualStack Service called name (mutated by mutate)
+// with endpoints eps (ports from the Service unless ports is set), and deletes both
+// at the end of t.
+func createService(ctx context.Context, t *testing.T, l *lab.Lab, name string, mutate func(*v1.Service), eps []lab.Endpoint, ports []discoveryv1.EndpointPort) *v1.Service {
+	t.Helper()
+	want := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.ServiceSpec{
+			IPFamilyPolicy: ptr.To(v1.IPFamilyPolicyRequireDualStack),
+			IPFamilies:     []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol},
+			Ports:          []v1.ServicePort{svcPort("http", v1.ProtocolTCP, 80, 8080)},
+		},
+	}
+	if mutate != nil {
+		mutate(want)
+	}
+	svc, err := l.CreateService(ctx, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteService(t, l, svc) })
+	setEndpoints(ctx, t, l, svc, eps, ports)
+	return svc
+}
+
+// deleteService deletes svc and its slices (no garbage collector runs in the lab).
+func deleteService(t *testing.T, l *lab.Lab, svc *v1.Service) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Logf("deleting service %s: %v", svc.Name, err)
+	}
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name}).String()
+	if err := l.Client.DiscoveryV1().EndpointSlices(svc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil {
+		t.Logf("deleting slices of %s: %v", svc.Name, err)
+	}
+}
+
+func setEndpoints(ctx context.Context, t *testing.T, l *lab.Lab, svc *v1.Service, eps []lab.Endpoint, ports []discoveryv1.EndpointPort) {
+	t.Helper()
+	if _, err := l.SetEndpoints(ctx, svc, eps, ports); err != nil {
+		t.Fatalf("endpoints of %s: %v", svc.Name, err)
+	}
+}
+
+// clusterIP returns the Service's ClusterIP of fam.
+func clusterIP(t *testing.T, svc *v1.Service, fam v1.IPFamily) netip.Addr {
+	t.Helper()
+	for _, s := range svc.Spec.ClusterIPs {
+		a := netip.MustParseAddr(s)
+		if familyOf(a) == fam {
+			return a
+		}
+	}
+	t.Fatalf("service %s has no %s ClusterIP: %v", svc.Name, fam, svc.Spec.ClusterIPs)
+	return netip.Addr{}
+}
+
+func familyOf(a netip.Addr) v1.IPFamily {
+	if a.Unmap().Is4() {
+		return v1.IPv4Protocol
+	}
+	return v1.IPv6Protocol
+}
+
+// nodePort returns the node port of the Service's port called name.
+func nodePort(t *testing.T, svc *v1.Service, name string) uint16 {
+	t.Helper()
+	for _, p := range svc.Spec.Ports {
+		if p.Name == name && p.NodePort != 0 {
+			return uint16(p.NodePort)
+		}
+	}
+	t.Fatalf("service %s: no node port for port %q", svc.Name, name)
+	return 0
+}
+
+// podNames returns the names of pods.
+func podNames(pods ...*lab.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range pods {
+		out[p.Name] = true
+	}
+	return out
+}
+
+// probeTarget describes one flow in failure messages.
+func flow(from *lab.NS, proto v1.Protocol, to netip.AddrPort) string {
+	return fmt.Sprintf("%s %s -> %s", proto, shortName(from.Name), to)
+}
+
+
+// waitAnswered waits until a probe from ns is answered and check accepts the reply.
+func waitAnswered(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, proto v1.Protocol, to netip.AddrPort, check func(lab.Reply) error) lab.Reply {
+	t.Helper()
+	var got lab.Reply
+	err := p.WaitFor(ctx, flow(ns, proto, to)+" answered", syncTimeout, func(ctx context.Context) error {
+		res := ns.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: probeTimeout})
+		if res.Outcome != lab.Answered {
+			return fmt.Errorf("probe: %s", res)
+		}
+		if check != nil {
+			if err := check(res.Reply); err != nil {
+				return err
+			}
+		}
+		got = res.Reply
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, dumpRules(p))
+	}
+	return got
+}
+
+// waitOutcome waits until a probe from ns has outcome want (TimedOut probes use a
+// short timeout).
+func waitOutcome(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, proto v1.Protocol, to netip.AddrPort, want lab.Outcome) {
+	t.Helper()
+	timeout := probeTimeout
+	if want == lab.TimedOut {
+		timeout = dropTimeout
+	}
+	err := p.WaitFor(ctx, fmt.Sprintf("%s: %s", flow(ns, proto, to), want), syncTimeout, func(ctx context.Context) error {
+		res := ns.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: timeout})
+		if res.Outcome != want {
+			return fmt.Errorf("probe: %s", res)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, dumpRules(p))
+	}
+}
+
+// expectOutcome checks, once, that a probe from ns has outcome want.
+func expectOutcome(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, proto v1.Protocol, to netip.AddrPort, want lab.Outcome) {
+	t.Helper()
+	timeout := probeTimeout
+	if want == lab.TimedOut {
+		timeout = dropTimeout
+	}
+	res := ns.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: timeout})
+	if res.Outcome != want {
+		t.Errorf("%s: got %s, want %s\n%s", flow(ns, proto, to), res, want, dumpRules(p))
+	}
+}
+
+// collect sends n probes from ns; every one must be answered. It returns the replies.
+func collect(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, proto v1.Protocol, to netip.AddrPort, n int) []lab.Reply {
+	t.Helper()
+	var out []lab.Reply
+	for i := 0; i < n; i++ {
+		res := ns.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: probeTimeout})
+		if res.Outcome != lab.Answered {
+			t.Fatalf("%s: probe %d of %d: %s (want answered)\n%s", flow(ns, proto, to), i+1, n, res, dumpRules(p))
+		}
+		out = append(out, res.Reply)
+	}
+	return out
+}
+
+// answeringPods counts replies per pod.
+func answeringPods(replies []lab.Reply) map[string]int {
+	out := map[string]int{}
+	for _, r := range replies {
+		out[r.Pod]++
+	}
+	return out
+}
+
+// onlyFrom fails t unless every reply came from a pod in allowed.
+func onlyFrom(t *testing.T, what string, replies []lab.Reply, allowed map[string]bool) {
+	t.Helper()
+	got := answeringPods(replies)
+	for pod := range got {
+		if !allowed[pod] {
+			t.Errorf("%s: answered by %v, want only %v", what, got, keys(allowed))
+			return
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// podIs returns a reply check accepting only the named pods.
+func podIs(names ...string) func(lab.Reply) error {
+	return func(r lab.Reply) error {
+		for _, n := range names {
+			if r.Pod == n {
+				return nil
+			}
+		}
+		return fmt.Errorf("answered by %s, want one of %v", r.Pod, names)
+	}
+}
+
+// dumpRules renders the proxy's rules in node1 for failure messages.
+func dumpRules(p *proxytest.Proxy) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ns := p.Lab.Node1.NS
+	if proxyMode() == "iptables" {
+		out, _ := ns.Run(ctx, "iptables-save")
+		out6, _ := ns.Run(ctx, "ip6tables-save")
+		return "iptables-save in node1:\n" + out + "\nip6tables-save in node1:\n" + out6
+	}
+	out, err := ns.Run(ctx, "nft", "list", "ruleset")
+	if err != nil {
+		return fmt.Sprintf("(nft list ruleset in node1: %v)", err)
+	}
+	const max = 12000
+	if len(out) > max {
+		out = out[:max] + "\n... (truncated)"
+	}
+	return "nft list ruleset in node1:\n" + out
+}
+
+// shortName drops the lab instance prefix ("kpl-123-abcd-node1-pod1" -> "node1-pod1").
+func shortName(ns string) string {
+	parts := strings.SplitN(ns, "-", 4)
+	if len(parts) == 4 {
+		return parts[3]
+	}
+	return ns
+}
+
+var listAll = metav1.ListOptions{}

@@ -1,0 +1,158 @@
+package nftables
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kproxy/kproxy/test/e2e/proxytest"
+	"github.com/kproxy/kproxy/test/lab"
+	"github.com/kproxy/kproxy/test/lab/labtest"
+)
+
+// ModeEnv selects the proxy mode the suite runs against (default nftables).
+const ModeEnv = "KPROXY_E2E_MODE"
+
+func proxyMode() string {
+	if m := os.Getenv(ModeEnv); m != "" {
+		return m
+	}
+	return "nftables"
+}
+
+var suite = &labtest.Suite{}
+
+func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }
+
+// proxyStartTimeout bounds a proxy start until /healthz answers 200.
+const proxyStartTimeout = 60 * time.Second
+
+var (
+	proxyMu   sync.Mutex
+	proxy     *proxytest.Proxy // the proxy currently serving the suite
+	proxyErr  error
+	proxyOnce sync.Once
+)
+
+func defaultOptions() proxytest.Options {
+	return proxytest.Options{Mode: proxyMode()}
+}
+
+// sharedProxy returns the suite's proxy (started once, with the default options),
+// healthy.
+func sharedProxy(t *testing.T) *proxytest.Proxy {
+	t.Helper()
+	l := suite.Lab(t)
+	proxyOnce.Do(func() {
+		if err := addGatewayRoutes(l); err != nil {
+			proxyMu.Lock()
+			proxyErr = err
+			proxyMu.Unlock()
+			return
+		}
+		p, err := startHealthy(l, defaultOptions())
+		proxyMu.Lock()
+		proxy, proxyErr = p, err
+		proxyMu.Unlock()
+	})
+	proxyMu.Lock()
+	defer proxyMu.Unlock()
+	if proxyErr != nil {
+		t.Fatalf("starting kube-proxy (%s mode): %v", proxyMode(), proxyErr)
+	}
+	return proxy
+}
+
+func startHealthy(l *lab.Lab, o proxytest.Options) (*proxytest.Proxy, error) {
+	p, err := proxytest.Start(l, o)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), proxyStartTimeout)
+	defer cancel()
+	if err := p.WaitHealthy(ctx, proxyStartTimeout); err != nil {
+		_ = p.Process.Stop(3 * time.Second)
+		return nil, err
+	}
+	return p, nil
+}
+
+// withProxy stops the shared proxy, runs a proxy with o for fn, then restores a
+// shared proxy with the default options (also when fn fails the test).
+func withProxy(t *testing.T, o proxytest.Options, fn func(p *proxytest.Proxy)) {
+	t.Helper()
+	old := sharedProxy(t)
+	replaceProxy(t, old, o)
+	t.Cleanup(func() {
+		proxyMu.Lock()
+		cur := proxy
+		proxyMu.Unlock()
+		if cur != nil {
+			_ = cur.Process.Stop(3 * time.Second)
+		}
+		p, err := startHealthy(suite.Lab(t), defaultOptions())
+		proxyMu.Lock()
+		proxy, proxyErr = p, err
+		proxyMu.Unlock()
+		if err != nil {
+			t.Errorf("restoring the shared proxy: %v", err)
+		}
+	})
+	proxyMu.Lock()
+	p := proxy
+	proxyMu.Unlock()
+	if p == nil {
+		t.Fatalf("no proxy with options %+v running", o)
+	}
+	fn(p)
+}
+
+// replaceProxy stops old and starts a proxy with o as the shared one.
+func replaceProxy(t *testing.T, old *proxytest.Proxy, o proxytest.Options) {
+	t.Helper()
+	if err := old.Process.Stop(3 * time.Second); err != nil {
+		t.Fatalf("stopping the proxy: %v", err)
+	}
+	p, err := startHealthy(suite.Lab(t), o)
+	proxyMu.Lock()
+	proxy, proxyErr = p, err
+	proxyMu.Unlock()
+	if err != nil {
+		t.Fatalf("starting kube-proxy with %+v: %v", o, err)
+	}
+}
+
+// restartProxy stops the shared proxy and starts it again with the same options.
+func restartProxy(t *testing.T) *proxytest.Proxy {
+	t.Helper()
+	replaceProxy(t, sharedProxy(t), defaultOptions())
+	return sharedProxy(t)
+}
+
+
+// addGatewayRoutes gives node1 routes for the service and load-balancer ranges via
+// node2, standing in for the default gateway every real node has. Without them node1
+// has no route to an address no rule translates (a Service without endpoints, an
+// unallocated ClusterIP, a dropped load-balancer IP): the kernel answers "network
+// unreachable" before the forward hook, where the proxy's reject and drop rules
+// live, and what the proxy does could not be observed. The routes live in node1's
+// namespace, which the lab deletes at teardown.
+func addGatewayRoutes(l *lab.Lab) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var cmds []string
+	for _, fam := range lab.Families {
+		gw := l.Node2.IPs.Get(fam)
+		cmds = append(cmds,
+			"route replace "+lab.ServiceCIDRs.Get(fam).String()+" via "+gw.String(),
+			"route replace "+lab.LoadBalancerCIDRs.Get(fam).String()+" via "+gw.String(),
+		)
+	}
+	if err := l.Node1.NS.IPBatch(ctx, cmds); err != nil {
+		return fmt.Errorf("gateway routes in node1: %w", err)
+	}
+	return nil
+}
