@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -179,5 +179,3 @@ type nodeHealth struct{ hs *health.ProxyHealthServer }
 func (n nodeHealth) OnNodeChange(node *v1.Node) { n.hs.SyncNode(node) }
 func (n nodeHealth) OnNodeDelete(node *v1.Node) { n.hs.SyncNode(node) }
 func (n nodeHealth) OnNodeSynced()              {}
-
-

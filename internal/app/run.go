@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kproxy/kproxy/internal/cleanup"
 	"github.com/kproxy/kproxy/internal/config"
