@@ -22,7 +22,7 @@ build:
 
 ## demo: set up, bring up the lab and show the real thing working.
 demo: setup
-	_output/bin/kproxy-lab up
+	_output/bin/kproxy-lab demo
 
 ## test: set up, then vet and run every test (end-to-end tests need root and fail,
 ## rather than skip, when they cannot run).

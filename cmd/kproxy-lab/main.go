@@ -2,7 +2,13 @@
 // built — API server version, nodes, and a table of pod and external probes — and tears
 // it down on exit, or on Ctrl-C with --hold.
 //
-// Usage: kproxy-lab up [--hold] [--node1-pods N] [--node2-pods N] [--keep-workdir]
+// Usage:
+//
+//	kproxy-lab up [--hold] [--node1-pods N] [--node2-pods N] [--keep-workdir]
+//	kproxy-lab demo [--hold] [--keep-workdir]
+//
+// demo also runs kproxy in node1 and shows a Service being load-balanced, a NodePort
+// reached from the external client, and the rules kproxy wrote.
 package main
 
 import (
@@ -23,23 +29,28 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] != "up" {
-		fmt.Fprintln(os.Stderr, "usage: kproxy-lab up [--hold] [--node1-pods N] [--node2-pods N] [--keep-workdir]")
+	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "demo") {
+		fmt.Fprintln(os.Stderr, "usage: kproxy-lab up|demo [--hold] [--node1-pods N] [--node2-pods N] [--keep-workdir]")
 		os.Exit(2)
 	}
-	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	hold := fs.Bool("hold", false, "keep the lab running until Ctrl-C")
 	n1 := fs.Int("node1-pods", 3, "pods on node1")
 	n2 := fs.Int("node2-pods", 2, "pods on node2")
 	keep := fs.Bool("keep-workdir", false, "keep the work directory (logs, kubeconfig)")
 	_ = fs.Parse(os.Args[2:])
-	if err := up(lab.Options{Node1Pods: *n1, Node2Pods: *n2, KeepWorkDir: *keep}, *hold); err != nil {
+	show := func(context.Context, *lab.Lab) error { return nil }
+	if os.Args[1] == "demo" {
+		show = demo
+	}
+	if err := up(lab.Options{Node1Pods: *n1, Node2Pods: *n2, KeepWorkDir: *keep}, *hold, show); err != nil {
 		fmt.Fprintln(os.Stderr, "kproxy-lab:", err)
 		os.Exit(1)
 	}
 }
 
-func up(opts lab.Options, hold bool) (err error) {
+// up brings the lab up, shows it, runs show (the demo), and tears down.
+func up(opts lab.Options, hold bool, show func(context.Context, *lab.Lab) error) (err error) {
 	if err := lab.Preflight(opts); err != nil {
 		return err
 	}
@@ -96,6 +107,9 @@ func up(opts lab.Options, hold bool) (err error) {
 	}
 	fmt.Println()
 	probeTable(ctx, l)
+	if err := show(ctx, l); err != nil {
+		return err
+	}
 	if hold {
 		fmt.Println("\nholding; Ctrl-C to tear down")
 		<-ctx.Done()
