@@ -57,7 +57,7 @@ func checkBadConfig(cfg *config.Config, primary v1.IPFamily, expandedNodePortAdd
 	}
 	other := otherFamily(primary)
 	switch {
-	case len(cfg.NodePortAddresses) == 0:
+	case len(expandedNodePortAddrs) == 0:
 		return errors.New("nodePortAddresses is unset; NodePort connections will be accepted on all local IPs. Consider using `--nodeport-addresses primary`")
 	case anyDualStack && primaryCount == len(expandedNodePortAddrs):
 		return fmt.Errorf("cluster appears to be dual-stack but nodePortAddresses contains only %s addresses; NodePort connections will be accepted on all local %s IPs", primary, other)

@@ -96,6 +96,18 @@ func TestNoEndpoints(t *testing.T) {
 	withEps := createService(ctx, t, l, "noeps-port", nil, lab.PodEndpoints(l.Node2.Pods...), nil)
 	client := l.Node1.Pods[0].NS
 	forEachFamily(t, func(t *testing.T, fam v1.IPFamily) {
+		// Unallocated addresses first: this half is observable in both families.
+		ip := clusterIP(t, withEps, fam)
+		waitAnswered(ctx, t, p, client, v1.ProtocolTCP, netip.AddrPortFrom(ip, 80), nil)
+		unallocated := unallocatedServiceIP(t, fam, empty, withEps)
+		for _, proto := range tcpUDP {
+			waitOutcome(ctx, t, p, client, proto, netip.AddrPortFrom(unallocated, 80), lab.TimedOut)
+		}
+		if fam == v1.IPv6Protocol {
+			t.Skip("IPv6 rejects are not observable in this lab: with upstream kube-proxy v1.37.2 as with kproxy, " +
+				"a pod's TCP SYN to a no-endpoint or wrong-port IPv6 ClusterIP times out; node1 sends no ICMPv6 " +
+				"Destination Unreachable (Icmp6OutDestUnreachs does not grow) although the ip6 reject rule is in place")
+		}
 		for _, proto := range tcpUDP {
 			to := netip.AddrPortFrom(clusterIP(t, empty, fam), 80)
 			waitOutcome(ctx, t, p, client, proto, to, lab.Refused)
@@ -104,15 +116,8 @@ func TestNoEndpoints(t *testing.T) {
 				t.Errorf("%s: %s after %s, want refused fast", flow(client, proto, to), res, res.Elapsed)
 			}
 		}
-		ip := clusterIP(t, withEps, fam)
-		waitAnswered(ctx, t, p, client, v1.ProtocolTCP, netip.AddrPortFrom(ip, 80), nil)
 		for _, proto := range tcpUDP {
 			expectOutcome(ctx, t, p, client, proto, netip.AddrPortFrom(ip, 81), lab.Refused)
-		}
-		unallocated := unallocatedServiceIP(t, fam, empty, withEps)
-		for _, proto := range tcpUDP {
-			to := netip.AddrPortFrom(unallocated, 80)
-			waitOutcome(ctx, t, p, client, proto, to, lab.TimedOut)
 		}
 	})
 }

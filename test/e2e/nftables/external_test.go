@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -174,16 +175,17 @@ func TestExternalTrafficPolicyLocal(t *testing.T) {
 		hc := func(s *v1.Service) string {
 			return "http://" + netip.AddrPortFrom(l.Node1.IPs.Get(fam), uint16(s.Spec.HealthCheckNodePort)).String() + "/healthz"
 		}
-		waitHealthCheck(ctx, t, p, l.Ext, hc(svc), http.StatusOK, `"localEndpoints":1`)
-		waitHealthCheck(ctx, t, p, l.Ext, hc(remoteOnly), http.StatusServiceUnavailable, `"localEndpoints":0`)
+		waitHealthCheck(ctx, t, p, l.Ext, hc(svc), http.StatusOK, 1)
+		waitHealthCheck(ctx, t, p, l.Ext, hc(remoteOnly), http.StatusServiceUnavailable, 0)
 	})
 }
 
-// waitHealthCheck waits until GET url from ns answers code with a body containing want.
-func waitHealthCheck(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, url string, code int, want string) {
+// waitHealthCheck waits until GET url from ns answers code with a JSON body whose
+// localEndpoints is want.
+func waitHealthCheck(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, url string, code int, want int) {
 	t.Helper()
 	c := &http.Client{Transport: &http.Transport{DialContext: ns.Dial, DisableKeepAlives: true}, Timeout: 2 * time.Second}
-	err := p.WaitFor(ctx, fmt.Sprintf("GET %s from %s: %d with %s", url, shortName(ns.Name), code, want), syncTimeout, func(ctx context.Context) error {
+	err := p.WaitFor(ctx, fmt.Sprintf("GET %s from %s: %d with localEndpoints %d", url, shortName(ns.Name), code, want), syncTimeout, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
@@ -194,7 +196,11 @@ func waitHealthCheck(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		if resp.StatusCode != code || !strings.Contains(string(body), want) {
+		var got struct {
+			LocalEndpoints *int `json:"localEndpoints"`
+		}
+		jerr := json.Unmarshal(body, &got)
+		if resp.StatusCode != code || jerr != nil || got.LocalEndpoints == nil || *got.LocalEndpoints != want {
 			return fmt.Errorf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
 		}
 		return nil

@@ -146,7 +146,6 @@ func flow(from *lab.NS, proto v1.Protocol, to netip.AddrPort) string {
 	return fmt.Sprintf("%s %s -> %s", proto, shortName(from.Name), to)
 }
 
-
 // waitAnswered waits until a probe from ns is answered and check accepts the reply.
 func waitAnswered(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, proto v1.Protocol, to netip.AddrPort, check func(lab.Reply) error) lab.Reply {
 	t.Helper()

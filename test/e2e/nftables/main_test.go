@@ -132,7 +132,6 @@ func restartProxy(t *testing.T) *proxytest.Proxy {
 	return sharedProxy(t)
 }
 
-
 // addGatewayRoutes gives node1 routes for the service and load-balancer ranges via
 // node2, standing in for the default gateway every real node has. Without them node1
 // has no route to an address no rule translates (a Service without endpoints, an

@@ -27,7 +27,9 @@ func TestSessionAffinityClientIP(t *testing.T) {
 	forEachFamily(t, func(t *testing.T, fam v1.IPFamily) {
 		for _, proto := range tcpUDP {
 			to := netip.AddrPortFrom(clusterIP(t, svc, fam), 80)
-			for _, client := range []*lab.NS{l.Node1.Pods[0].NS, l.Node2.Pods[0].NS, l.Ext} {
+			// Not from node2's pods: node2 runs no proxy, so their un-masqueraded flows to node2
+			// endpoints would return asymmetrically and never answer.
+			for _, client := range []*lab.NS{l.Node1.Pods[0].NS, l.Ext} {
 				waitAnswered(ctx, t, p, client, proto, to, nil)
 				replies := collect(ctx, t, p, client, proto, to, 15)
 				if got := answeringPods(replies); len(got) != 1 {
