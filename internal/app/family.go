@@ -103,6 +103,7 @@ func newNFTablesFamily(_ context.Context, p familyParams) (*builtFamily, error) 
 		Metrics:       p.metrics,
 		Health:        p.health,
 		ServiceHealth: serviceHealth,
+		Recorder:      p.recorder,
 	})
 	if err != nil {
 		return nil, err

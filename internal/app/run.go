@@ -106,6 +106,11 @@ func (d *daemon) run(ctx context.Context) error {
 		return err
 	})
 	g.Go(func() error { return d.nodes.Run(ctx) })
+	if d.cfg.ConfigFile != "" {
+		// As upstream, a changed configuration file ends the process so that it is
+		// restarted with the new configuration.
+		g.Go(func() error { return config.WatchFile(ctx, d.cfg.ConfigFile, time.Second) })
+	}
 
 	started := make(chan struct{})
 	d.handlers.onSynced = func() { close(started) }

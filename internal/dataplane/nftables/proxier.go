@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/knftables"
@@ -55,6 +56,9 @@ type Config struct {
 	// Health and ServiceHealth may be nil.
 	Health        HealthUpdater
 	ServiceHealth ServiceHealth
+	// Recorder receives a Warning event on every Service or EndpointSlice whose data
+	// was (partly) skipped; nil records none.
+	Recorder events.EventRecorder
 	// FullSyncPeriod defaults to DefaultFullSyncPeriod.
 	FullSyncPeriod time.Duration
 	// Clock defaults to the real clock.
@@ -121,11 +125,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
 	start := p.cfg.Clock.Now()
 	update := p.cfg.State.Commit()
-	if len(update.Problems) > 0 {
-		for _, problem := range update.Problems {
-			logger.Error(problem, "Skipping invalid Service or EndpointSlice data")
-		}
-	}
+	p.reportProblems(logger, update.Problems)
 
 	baseChanged := p.refreshRenderConfig(ctx)
 	full := p.applied == nil || start.Sub(p.lastFullSync) >= p.cfg.FullSyncPeriod
@@ -184,6 +184,27 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		"operations", tx.NumOperations(), "elapsed", p.cfg.Clock.Since(start))
 	p.afterSuccess(ctx, update, start, full)
 	return nil
+}
+
+// reportProblems logs each piece of API data the model skipped and records a Warning
+// event on its object, so that the owner of a Service sees why part of it is not
+// programmed; everything else is programmed as usual.
+func (p *Proxier) reportProblems(logger klog.Logger, problems []*model.DataError) {
+	for _, problem := range problems {
+		logger.Error(problem, "Skipping invalid Service or EndpointSlice data")
+		if p.cfg.Recorder == nil {
+			continue
+		}
+		ref := &v1.ObjectReference{Kind: problem.Kind, Namespace: problem.Object.Namespace, Name: problem.Object.Name}
+		switch problem.Kind {
+		case "Service":
+			ref.APIVersion = "v1"
+		case "EndpointSlice":
+			ref.APIVersion = "discovery.k8s.io/v1"
+		}
+		p.cfg.Recorder.Eventf(ref, nil, v1.EventTypeWarning, "InvalidData", "SyncProxyRules",
+			"kube-proxy (%s) skipped %s %q: %s", p.cfg.Family, problem.Field, problem.Value, problem.Reason)
+	}
 }
 
 // refreshRenderConfig folds the latest ServiceCIDRs and NodePort addresses into the

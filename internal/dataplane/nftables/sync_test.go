@@ -3,6 +3,7 @@ package nftables
 import (
 	"context"
 	"errors"
+	"k8s.io/client-go/tools/events"
 	"net/netip"
 	"strings"
 	"testing"
@@ -418,13 +419,22 @@ func TestOptionalDependenciesMayBeNil(t *testing.T) {
 }
 
 func TestInvalidDataIsSkipped(t *testing.T) {
-	f := newFixture(t)
+	recorder := events.NewFakeRecorder(10)
+	f := newFixture(t, func(c *Config) { c.Recorder = recorder })
 	addStandardServices(f)
 	f.state.OnServiceAdd(makeService("ns3", "bad", "not-an-ip", withPort("", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	f.checkTableIsFullRender(testRenderConfig())
 	if strings.Contains(f.nft.Dump(), "ns3") {
 		t.Errorf("the invalid Service was programmed")
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.HasPrefix(e, "Warning InvalidData") || !strings.Contains(e, "not-an-ip") {
+			t.Errorf("event %q, want a Warning InvalidData naming the bad value", e)
+		}
+	default:
+		t.Errorf("no event recorded for the invalid Service")
 	}
 }
 
