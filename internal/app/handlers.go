@@ -57,48 +57,38 @@ func (h *familyHandlers) changed(serviceChange bool) {
 	h.trigger()
 }
 
-func (h *familyHandlers) OnServiceAdd(svc *v1.Service) {
+// apply runs one event on the model of every family and records the change.
+func (h *familyHandlers) apply(serviceChange bool, event func(*model.State)) {
 	for _, fp := range h.families {
-		fp.state.OnServiceAdd(svc)
+		event(fp.state)
 	}
-	h.changed(true)
+	h.changed(serviceChange)
+}
+
+func (h *familyHandlers) OnServiceAdd(svc *v1.Service) {
+	h.apply(true, func(s *model.State) { s.OnServiceAdd(svc) })
 }
 
 func (h *familyHandlers) OnServiceUpdate(old, svc *v1.Service) {
-	for _, fp := range h.families {
-		fp.state.OnServiceUpdate(old, svc)
-	}
-	h.changed(true)
+	h.apply(true, func(s *model.State) { s.OnServiceUpdate(old, svc) })
 }
 
 func (h *familyHandlers) OnServiceDelete(svc *v1.Service) {
-	for _, fp := range h.families {
-		fp.state.OnServiceDelete(svc)
-	}
-	h.changed(true)
+	h.apply(true, func(s *model.State) { s.OnServiceDelete(svc) })
 }
 
 func (h *familyHandlers) OnServiceSynced() { h.synced(func() { h.servicesSynced = true }) }
 
 func (h *familyHandlers) OnEndpointSliceAdd(slice *discoveryv1.EndpointSlice) {
-	for _, fp := range h.families {
-		fp.state.OnEndpointSliceAdd(slice)
-	}
-	h.changed(false)
+	h.apply(false, func(s *model.State) { s.OnEndpointSliceAdd(slice) })
 }
 
 func (h *familyHandlers) OnEndpointSliceUpdate(old, slice *discoveryv1.EndpointSlice) {
-	for _, fp := range h.families {
-		fp.state.OnEndpointSliceUpdate(old, slice)
-	}
-	h.changed(false)
+	h.apply(false, func(s *model.State) { s.OnEndpointSliceUpdate(old, slice) })
 }
 
 func (h *familyHandlers) OnEndpointSliceDelete(slice *discoveryv1.EndpointSlice) {
-	for _, fp := range h.families {
-		fp.state.OnEndpointSliceDelete(slice)
-	}
-	h.changed(false)
+	h.apply(false, func(s *model.State) { s.OnEndpointSliceDelete(slice) })
 }
 
 func (h *familyHandlers) OnEndpointSlicesSynced() { h.synced(func() { h.slicesSynced = true }) }
@@ -121,10 +111,7 @@ func (h *familyHandlers) synced(mark func()) {
 }
 
 func (h *familyHandlers) OnTopologyChange(labels map[string]string) {
-	for _, fp := range h.families {
-		fp.state.OnNodeTopologyChange(labels)
-	}
-	h.changed(false)
+	h.apply(false, func(s *model.State) { s.OnNodeTopologyChange(labels) })
 }
 
 func (h *familyHandlers) OnServiceCIDRsChanged(cidrs []string) {

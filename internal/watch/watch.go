@@ -250,77 +250,77 @@ func (w *Watcher) Run(ctx context.Context) error {
 }
 
 func (w *Watcher) serviceEvents(logger klog.Logger) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			svc, ok := obj.(*v1.Service)
-			if !ok {
-				utilruntime.HandleError(fmt.Errorf("unexpected object type: %T", obj))
-				return
-			}
+	return typedEvents(logger, "service",
+		func(svc *v1.Service) {
 			for _, h := range w.serviceHandlers {
-				logger.V(4).Info("Calling handler.OnServiceAdd", "service", klog.KObj(svc))
 				h.OnServiceAdd(svc)
 			}
 		},
-		UpdateFunc: func(oldObj, newObj any) {
-			oldSvc, ok1 := oldObj.(*v1.Service)
-			svc, ok2 := newObj.(*v1.Service)
-			if !ok1 || !ok2 {
-				utilruntime.HandleError(fmt.Errorf("unexpected object types: %T, %T", oldObj, newObj))
-				return
-			}
+		func(old, svc *v1.Service) {
 			for _, h := range w.serviceHandlers {
-				logger.V(4).Info("Calling handler.OnServiceUpdate", "service", klog.KObj(svc))
-				h.OnServiceUpdate(oldSvc, svc)
+				h.OnServiceUpdate(old, svc)
 			}
 		},
-		DeleteFunc: func(obj any) {
-			svc, ok := deletedObject[*v1.Service](obj)
-			if !ok {
-				return
-			}
+		func(svc *v1.Service) {
 			for _, h := range w.serviceHandlers {
-				logger.V(4).Info("Calling handler.OnServiceDelete", "service", klog.KObj(svc))
 				h.OnServiceDelete(svc)
 			}
-		},
-	}
+		})
 }
 
 func (w *Watcher) endpointSliceEvents(logger klog.Logger) cache.ResourceEventHandler {
+	return typedEvents(logger, "endpoints",
+		func(slice *discoveryv1.EndpointSlice) {
+			for _, h := range w.endpointSliceHandler {
+				h.OnEndpointSliceAdd(slice)
+			}
+		},
+		func(old, slice *discoveryv1.EndpointSlice) {
+			for _, h := range w.endpointSliceHandler {
+				h.OnEndpointSliceUpdate(old, slice)
+			}
+		},
+		func(slice *discoveryv1.EndpointSlice) {
+			for _, h := range w.endpointSliceHandler {
+				h.OnEndpointSliceDelete(slice)
+			}
+		})
+}
+
+// typedEvents adapts an informer's untyped callbacks to typed ones: objects of an
+// unexpected type are reported and dropped, and deletions seen only as tombstones are
+// unwrapped.
+func typedEvents[T interface {
+	*v1.Service | *discoveryv1.EndpointSlice
+	metav1.Object
+}](logger klog.Logger, kind string, onAdd func(T), onUpdate func(old, obj T), onDelete func(T)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			slice, ok := obj.(*discoveryv1.EndpointSlice)
+			o, ok := obj.(T)
 			if !ok {
 				utilruntime.HandleError(fmt.Errorf("unexpected object type: %T", obj))
 				return
 			}
-			for _, h := range w.endpointSliceHandler {
-				logger.V(4).Info("Calling handler.OnEndpointSliceAdd", "endpoints", klog.KObj(slice))
-				h.OnEndpointSliceAdd(slice)
-			}
+			logger.V(4).Info("Add event", kind, klog.KObj(o))
+			onAdd(o)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			oldSlice, ok1 := oldObj.(*discoveryv1.EndpointSlice)
-			slice, ok2 := newObj.(*discoveryv1.EndpointSlice)
+			old, ok1 := oldObj.(T)
+			o, ok2 := newObj.(T)
 			if !ok1 || !ok2 {
 				utilruntime.HandleError(fmt.Errorf("unexpected object types: %T, %T", oldObj, newObj))
 				return
 			}
-			for _, h := range w.endpointSliceHandler {
-				logger.V(4).Info("Calling handler.OnEndpointSliceUpdate", "endpoints", klog.KObj(slice))
-				h.OnEndpointSliceUpdate(oldSlice, slice)
-			}
+			logger.V(4).Info("Update event", kind, klog.KObj(o))
+			onUpdate(old, o)
 		},
 		DeleteFunc: func(obj any) {
-			slice, ok := deletedObject[*discoveryv1.EndpointSlice](obj)
+			o, ok := deletedObject[T](obj)
 			if !ok {
 				return
 			}
-			for _, h := range w.endpointSliceHandler {
-				logger.V(4).Info("Calling handler.OnEndpointSliceDelete", "endpoints", klog.KObj(slice))
-				h.OnEndpointSliceDelete(slice)
-			}
+			logger.V(4).Info("Delete event", kind, klog.KObj(o))
+			onDelete(o)
 		},
 	}
 }
