@@ -16,13 +16,14 @@
 //   - maxInterval bounds the time between runs: with no Run() call, fn still runs
 //     maxInterval after the previous run ended (upstream passes 1h for nftables and
 //     iptables; the caller passes it in).
-//   - When fn returns an error, the next run comes no later than retryInterval after
-//     it (upstream: syncPeriod), or sooner if Run() is called; a successful run
-//     cancels the pending retry. The retry interval is fixed, as upstream's is, and
-//     is not an exponential back-off: a back-off that starts below syncPeriod would
-//     retry a failing kernel transaction more often than kube-proxy does, and one
-//     that grows past it would delay recovery past what operators expect; a
-//     deployment that wants fewer retries raises syncPeriod, as with upstream.
+//   - When fn returns an error, it is retried with exponential back-off: the first
+//     retry comes FirstRetryDelay (or minInterval, if longer) after the failure, and
+//     each consecutive failure doubles the wait up to retryInterval (upstream:
+//     syncPeriod, its fixed retry interval). A transient failure (another program
+//     holding the table, a busy kernel) thus heals within about a second instead of
+//     a whole syncPeriod, while a persistent one settles at upstream's rate. Run()
+//     still runs sooner; a successful run cancels the pending retry and resets the
+//     back-off.
 //   - Loop does not run fn by itself when it starts: like upstream, the first run
 //     happens on the first Run() (the proxier calls it once its informers have
 //     synced) or after maxInterval.

@@ -25,6 +25,9 @@ type Runner struct {
 
 	clock clock.Clock
 
+	// failures counts consecutive failed runs, for the retry back-off.
+	failures int
+
 	// requests holds at most one pending Run() request: that is what coalesces bursts.
 	requests chan struct{}
 	looping  atomic.Bool
@@ -111,10 +114,11 @@ func (r *Runner) Loop(ctx context.Context) error {
 
 		next := r.maxInterval
 		if err != nil {
-			if r.retryInterval > 0 && r.retryInterval < next {
-				next = r.retryInterval
-			}
-			logger.V(3).Info("Sync failed, scheduling retry", "interval", next, "err", err)
+			r.failures++
+			next = min(next, r.retryDelay())
+			logger.Error(err, "Sync failed; retrying", "retryIn", next, "consecutiveFailures", r.failures)
+		} else {
+			r.failures = 0
 		}
 		nextRun.Reset(next)
 
@@ -130,6 +134,24 @@ func (r *Runner) Loop(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// FirstRetryDelay is the wait before retrying a failed run the first time; it doubles
+// with each consecutive failure up to the retry interval.
+const FirstRetryDelay = time.Second
+
+// retryDelay is the back-off after r.failures consecutive failures: FirstRetryDelay
+// (or minInterval, if longer) doubling each time, capped at retryInterval.
+func (r *Runner) retryDelay() time.Duration {
+	limit := r.retryInterval
+	if limit <= 0 {
+		limit = r.maxInterval
+	}
+	delay := max(FirstRetryDelay, r.minInterval)
+	for i := 1; i < r.failures && delay < limit; i++ {
+		delay *= 2
+	}
+	return min(delay, limit)
 }
 
 func stopAndDrain(t clock.Timer) {

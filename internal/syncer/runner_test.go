@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -185,20 +186,26 @@ func TestRetryAfterError(t *testing.T) {
 	h := newHarness(t, time.Second, 10*time.Second, time.Hour)
 	h.waitWaiters(1)
 	h.runner.Run()
+	// Back-off: 1s, 2s, 4s, 8s, then capped at the retry interval (10s).
+	wantDelays := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
 	h.expectCall(errors.New("boom"))
-	h.waitWaiters(2)
-	h.clock.Step(time.Second)
-	h.waitWaiters(1)
-	h.clock.Step(8 * time.Second)
-	h.waitWaiters(1)
-	h.expectNoCall()
-	h.clock.Step(time.Second) // 10s after the failed run
-	h.expectCall(errors.New("still failing"))
-	h.waitWaiters(2)
-	h.clock.Step(time.Second)
-	h.waitWaiters(1)
-	h.clock.Step(9 * time.Second)
-	h.expectCall(nil)
+	for i, delay := range wantDelays {
+		// minInterval (1s) cooldown, then the retry timer.
+		h.waitWaiters(2)
+		h.clock.Step(time.Second)
+		if rest := delay - time.Second; rest > 0 {
+			h.waitWaiters(1)
+			h.clock.Step(rest - time.Millisecond)
+			h.waitWaiters(1)
+			h.expectNoCall()
+			h.clock.Step(time.Millisecond)
+		}
+		if i == len(wantDelays)-1 {
+			h.expectCall(nil)
+		} else {
+			h.expectCall(fmt.Errorf("failure %d", i+2))
+		}
+	}
 
 	// After success, the next forced run is at maxInterval, not retryInterval.
 	h.waitWaiters(2)
