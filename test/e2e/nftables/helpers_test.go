@@ -169,14 +169,35 @@ func waitAnswered(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab
 	return got
 }
 
-// waitOutcome waits until a probe from ns has outcome want (TimedOut probes use a
-// short timeout).
+// outcomeTimeout bounds a probe whose expected outcome is want: TimedOut probes use
+// a short timeout, refused IPv6 TCP probes a longer one (see refuseBound).
+func outcomeTimeout(proto v1.Protocol, to netip.AddrPort, want lab.Outcome) time.Duration {
+	switch want {
+	case lab.TimedOut:
+		return dropTimeout
+	case lab.Refused:
+		return max(probeTimeout, 2*refuseBound(proto, to))
+	}
+	return probeTimeout
+}
+
+// refuseBound is how fast a rejected connection must fail. The node sends the ICMP
+// error at once in both families, but Linux TCP over IPv6 aborts a connect on an
+// ICMPv6 port unreachable only once it has retransmitted its SYN (after 1 s): the
+// pod counts two Icmp6InDestUnreachs per connect, and the connect fails after
+// about 1 s, with upstream kube-proxy exactly as with kproxy. UDP and IPv4 TCP fail
+// at the first error.
+func refuseBound(proto v1.Protocol, to netip.AddrPort) time.Duration {
+	if proto == v1.ProtocolTCP && to.Addr().Is6() {
+		return 1500 * time.Millisecond
+	}
+	return 500 * time.Millisecond
+}
+
+// waitOutcome waits until a probe from ns has outcome want.
 func waitOutcome(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, proto v1.Protocol, to netip.AddrPort, want lab.Outcome) {
 	t.Helper()
-	timeout := probeTimeout
-	if want == lab.TimedOut {
-		timeout = dropTimeout
-	}
+	timeout := outcomeTimeout(proto, to, want)
 	err := p.WaitFor(ctx, fmt.Sprintf("%s: %s", flow(ns, proto, to), want), syncTimeout, func(ctx context.Context) error {
 		res := ns.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: timeout})
 		if res.Outcome != want {
@@ -192,10 +213,7 @@ func waitOutcome(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.
 // expectOutcome checks, once, that a probe from ns has outcome want.
 func expectOutcome(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, proto v1.Protocol, to netip.AddrPort, want lab.Outcome) {
 	t.Helper()
-	timeout := probeTimeout
-	if want == lab.TimedOut {
-		timeout = dropTimeout
-	}
+	timeout := outcomeTimeout(proto, to, want)
 	res := ns.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: timeout})
 	if res.Outcome != want {
 		t.Errorf("%s: got %s, want %s\n%s", flow(ns, proto, to), res, want, dumpRules(p))

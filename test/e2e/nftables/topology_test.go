@@ -120,11 +120,7 @@ func TestTerminatingFallback(t *testing.T) {
 		to = netip.AddrPortFrom(clusterIP(t, mixed, fam), 80)
 		waitAnswered(ctx, t, p, client, v1.ProtocolTCP, to, nil)
 		onlyFrom(t, flow(client, v1.ProtocolTCP, to), collect(ctx, t, p, client, v1.ProtocolTCP, to, 20), podNames(l.Node2.Pods[1]))
-		// Terminating and not serving: no usable endpoint, rejected like no endpoints
-		// (IPv4 only: IPv6 rejects are not observable in the lab, see TestNoEndpoints).
-		if fam == v1.IPv6Protocol {
-			return
-		}
+		// Terminating and not serving: no usable endpoint, rejected like no endpoints.
 		waitOutcome(ctx, t, p, client, v1.ProtocolTCP, netip.AddrPortFrom(clusterIP(t, notServing, fam), 80), lab.Refused)
 	})
 }

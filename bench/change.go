@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/test/lab"
+)
+
+// ChangeBound bounds the wait for one change to take effect; a change not seen by then
+// is recorded at the bound.
+const ChangeBound = 30 * time.Second
+
+// ChangeResult holds the latencies of one change series.
+type ChangeResult struct {
+	Latencies []time.Duration
+	Capped    int
+}
+
+// MeasureChanges makes count single-endpoint changes, one at a time, round-robin over
+// the churn Services: each replaces the Service's only endpoint by another real pod.
+// The latency runs from the EndpointSlice update returning to the first probe from
+// client through the ClusterIP answered by the new pod. gap separates a change from the
+// previous one taking effect.
+func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod, churn []*Svc, count int, gap time.Duration) (ChangeResult, error) {
+	logger := klog.FromContext(ctx)
+	var res ChangeResult
+	if len(churn) == 0 {
+		return res, fmt.Errorf("no churn services")
+	}
+	for k := range count {
+		if done, err := r.Process.Exited(); done {
+			return res, fmt.Errorf("%s exited (%v); log tail:\n%s", r.Proxy.Name, err, r.Process.LogTail(30))
+		}
+		s := churn[k%len(churn)]
+		next := nextBackend(ld.Backends, s.Pod)
+		lat, err := changeOnce(ctx, ld, client, s, next)
+		if err != nil {
+			return res, err
+		}
+		if lat >= ChangeBound {
+			res.Capped++
+		}
+		res.Latencies = append(res.Latencies, lat)
+		logger.V(2).Info("Change", "proxy", r.Proxy.Name, "k", k, "service", s.Name, "latency", lat)
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(gap):
+		}
+	}
+	return res, nil
+}
+
+func nextBackend(backends []*lab.Pod, cur *lab.Pod) *lab.Pod {
+	for i, p := range backends {
+		if p == cur {
+			return backends[(i+1)%len(backends)]
+		}
+	}
+	return backends[0]
+}
+
+func changeOnce(ctx context.Context, ld *Loader, client *lab.Pod, s *Svc, next *lab.Pod) (time.Duration, error) {
+	slice := s.Slice.DeepCopy()
+	want := lab.BuildEndpointSlices(s.Object, lab.PodEndpoints(next), slice.Ports, lab.SliceOptions{TriggerTime: time.Now()})[0]
+	slice.Endpoints = want.Endpoints
+	slice.Annotations = want.Annotations
+	got, err := ld.Lab.Client.DiscoveryV1().EndpointSlices(slice.Namespace).Update(ctx, slice, metav1.UpdateOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("update slice %s: %w", slice.Name, err)
+	}
+	written := time.Now()
+	s.Slice, s.Pod = got, next
+	target := netip.AddrPortFrom(s.ClusterIP, ServicePort)
+	for {
+		res := client.NS.ProbeWith(ctx, lab.Probe{Protocol: v1.ProtocolTCP, Target: target, Timeout: ProbeTimeout})
+		now := time.Now()
+		if res.Outcome == lab.Answered && res.Reply.Pod == next.Name {
+			return now.Sub(written), nil
+		}
+		if now.Sub(written) >= ChangeBound {
+			return ChangeBound, nil
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,19 @@
+// Package bench is the performance harness behind `make bench`: it runs kproxy and
+// upstream kube-proxy (v1.37.2) one after the other in the same lab node namespace,
+// against the same API server and the same objects, and compares them by ratio within
+// one run.
+//
+// Contract:
+//   - Objects are loaded once per size (incrementally: 1, then 1,000, then 10,000
+//     Services ...) and reused by both proxies; loading is never measured.
+//   - Each proxy run starts from an empty dataplane: after a proxy stops, the harness
+//     deletes the "kube-proxy" nftables tables and flushes conntrack in node1 (the only
+//     namespace the proxies touch).
+//   - Every measurement is taken from outside the proxy: probes from a client pod, the
+//     element count of the service-ips map, and /proc of the proxy process.
+//   - Everything is bounded (per-proxy cap, probe timeouts); the lab is torn down on
+//     exit and on SIGINT/SIGTERM by the caller.
+//
+// The package is not run by `go test`: it has no tests that start a lab; the command
+// is bench/cmd/kproxy-bench.
+package bench

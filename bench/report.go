@@ -1,0 +1,225 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Machine describes where the run happened.
+func Machine(ctx context.Context) string {
+	kernel, _ := exec.CommandContext(ctx, "uname", "-r").Output()
+	cpu, mem := "unknown", "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				var kb float64
+				fmt.Sscanf(strings.TrimSpace(rest), "%f", &kb)
+				mem = fmt.Sprintf("%.1f GiB", kb/1024/1024)
+			}
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	return fmt.Sprintf("kernel %s, CPU %s, %d cores, memory %s, load average at the end %s",
+		strings.TrimSpace(string(kernel)), cpu, runtime.NumCPU(), mem, strings.Join(strings.Fields(string(load))[:3], " "))
+}
+
+type row struct{ metric, size, a, b, ratio string }
+
+func sizeName(n int) string {
+	if n == 0 {
+		return "0 (1 probed Service)"
+	}
+	if n >= 1000 && n%1000 == 0 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+func durSample(ds []time.Duration, p float64, capped bool) Sample {
+	if len(ds) == 0 {
+		return Sample{}
+	}
+	var s Sample
+	s.Add(Percentile(Seconds(ds), p), capped)
+	return s
+}
+
+// Table renders the results as a Markdown table.
+func (r *Results) Table() string {
+	a, b := r.Config.Proxies[0].Name, r.Config.Proxies[1].Name
+	var rows []row
+	sizes := make([]int, 0, len(r.Figures))
+	for s := range r.Figures {
+		sizes = append(sizes, s)
+	}
+	slices.Sort(sizes)
+	add := func(metric string, size int, sa, sb Sample, unit func(float64) string) {
+		if len(sa.Values) == 0 && len(sb.Values) == 0 {
+			return
+		}
+		rows = append(rows, row{metric, sizeName(size), sa.Format(unit), sb.Format(unit), Ratio(sa, sb)})
+	}
+	get := func(size int, name string) *Figures {
+		if f := r.Figures[size][name]; f != nil {
+			return f
+		}
+		return &Figures{}
+	}
+	capNote := fmt.Sprintf(" (cap %s)", r.Config.Cap)
+	for _, s := range sizes {
+		fa, fb := get(s, a), get(s, b)
+		add("initial sync, S×10 endpoints"+capNote, s, fa.Sync, fb.Sync, FmtSeconds)
+		add("initial sync CPU (proxy + reaped children)", s, fa.CPU, fb.CPU, FmtCPU)
+		add("peak RSS (VmHWM)", s, fa.RSS, fb.RSS, FmtMiB)
+	}
+	for _, s := range sizes {
+		fa, fb := get(s, a), get(s, b)
+		for _, c := range []struct {
+			name   string
+			ca, cb *ChangeResult
+		}{{"change latency, minSyncPeriod 1s (default)", fa.ChangeDefault, fb.ChangeDefault}, {"change latency, minSyncPeriod 0", fa.ChangeZero, fb.ChangeZero}} {
+			for _, p := range []float64{50, 99} {
+				var sa, sb Sample
+				if c.ca != nil {
+					sa = durSample(c.ca.Latencies, p, c.ca.Capped > 0 && p == 99)
+				}
+				if c.cb != nil {
+					sb = durSample(c.cb.Latencies, p, c.cb.Capped > 0 && p == 99)
+				}
+				add(fmt.Sprintf("%s p%.0f", c.name, p), s, sa, sb, FmtSeconds)
+			}
+		}
+	}
+	for _, s := range sizes {
+		fa, fb := get(s, a), get(s, b)
+		for _, p := range []float64{50, 99} {
+			var sa, sb, da, db Sample
+			if fa.Latency != nil {
+				sa, da = durSample(fa.Latency.ClusterIP, p, false), durSample(fa.Latency.Direct, p, false)
+			}
+			if fb.Latency != nil {
+				sb, db = durSample(fb.Latency.ClusterIP, p, false), durSample(fb.Latency.Direct, p, false)
+			}
+			add(fmt.Sprintf("TCP connect via ClusterIP p%.0f", p), s, sa, sb, FmtSeconds)
+			add(fmt.Sprintf("TCP connect direct to pod p%.0f (same run)", p), s, da, db, FmtSeconds)
+		}
+	}
+	for _, s := range sizes {
+		fa, fb := get(s, a), get(s, b)
+		var sa, sb, da, db Sample
+		if fa.Rate != nil {
+			sa.Add(fa.Rate.ClusterIP, false)
+			da.Add(fa.Rate.Direct, false)
+		}
+		if fb.Rate != nil {
+			sb.Add(fb.Rate.ClusterIP, false)
+			db.Add(fb.Rate.Direct, false)
+		}
+		add(fmt.Sprintf("connection rate via ClusterIP (%d workers, %s)", r.Config.RateWorkers, r.Config.RateDuration), s, sa, sb, FmtRate)
+		add("connection rate direct to pod (same run)", s, da, db, FmtRate)
+	}
+
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "| metric | Services | %s | %s | %s/%s |\n|---|---|---|---|---|\n", a, b, a, b)
+	for _, rw := range rows {
+		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s |\n", rw.metric, rw.size, rw.a, rw.b, rw.ratio)
+	}
+	return buf.String()
+}
+
+// Errors lists the failed measurements.
+func (r *Results) Errors() []string {
+	var out []string
+	for size, m := range r.Figures {
+		for name, f := range m {
+			for _, e := range f.Errors {
+				first, _, _ := strings.Cut(e, "\n")
+				out = append(out, fmt.Sprintf("%s at %s Services: %s", name, sizeName(size), first))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Markdown is the whole report: machine, method notes, table and failures.
+func (r *Results) Markdown(machine, command string) string {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "### Benchmark run %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&buf, "Machine: %s.  \nCommand: `%s`; took %s.  \n", machine, command, r.Elapsed.Round(time.Second))
+	loads := make([]string, 0, len(r.Load))
+	keys := make([]int, 0, len(r.Load))
+	for k := range r.Load {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		loads = append(loads, fmt.Sprintf("%s in %s", sizeName(k), r.Load[k].Round(time.Second)))
+	}
+	fmt.Fprintf(&buf, "Objects loaded once, incrementally, and shared by both proxies (not measured): %s.\n\n", strings.Join(loads, ", "))
+	buf.WriteString(r.Table())
+	buf.WriteString(`
+Values are medians with [min–max] over the repetitions; "> x" means the proxy did not
+finish within the cap; ratios compare medians within this run. nftables mode, both
+proxies one after the other in the same node namespace, tables deleted and conntrack
+flushed in between; repetitions alternate which proxy goes first. Initial sync: from
+process start until every probed ClusterIP (an evenly spread sample) answered from a pod
+and the service-ips map held every Service. Change latency: from the EndpointSlice
+update returning until the replaced single endpoint answered through the ClusterIP.
+minSyncPeriod 0 is set with --iptables-min-sync-period=0 (flags only, no config file).
+`)
+	if errs := r.Errors(); len(errs) > 0 {
+		buf.WriteString("\nFailed measurements:\n\n")
+		for _, e := range errs {
+			fmt.Fprintf(&buf, "- %s\n", e)
+		}
+	}
+	return buf.String()
+}
+
+// WriteResults writes report to dir/<UTC timestamp>.md and returns the path.
+func WriteResults(dir string, started time.Time, report string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, started.UTC().Format("20060102T150405Z")+".md")
+	return path, os.WriteFile(path, []byte(report), 0o644)
+}
+
+// README markers delimiting the latest results in the Performance section.
+const (
+	ReadmeBegin = "<!-- bench:begin -->"
+	ReadmeEnd   = "<!-- bench:end -->"
+)
+
+// UpdateReadme replaces the text between the markers in path with report; it reports
+// false (and changes nothing) when the markers are absent.
+func UpdateReadme(path, report string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	s := string(b)
+	i, j := strings.Index(s, ReadmeBegin), strings.Index(s, ReadmeEnd)
+	if i < 0 || j < i {
+		return false, nil
+	}
+	s = s[:i+len(ReadmeBegin)] + "\n" + report + "\n" + s[j:]
+	return true, os.WriteFile(path, []byte(s), 0o644)
+}

@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/test/lab"
+)
+
+// Scenario names, for Config.Scenarios.
+const (
+	ScenarioSync      = "sync"
+	ScenarioChange    = "change"
+	ScenarioDataplane = "dataplane"
+	ScenarioRate      = "rate"
+)
+
+// Config is one benchmark run.
+type Config struct {
+	Proxies   []Proxy // compared in this order; the ratio is Proxies[0]/Proxies[1]
+	Sizes     []int   // Service counts, ascending (loaded incrementally)
+	Scenarios []string
+	// Repeat is the initial-sync repetitions per size; 0 means 3 below 10,000 Services
+	// and 1 from there.
+	Repeat int
+	Cap    time.Duration // bound of one initial sync
+	// SampleSize is how many real Services the sync check probes.
+	SampleSize int
+	// ChangeSize is the size at which change latency is measured; Changes per proxy.
+	ChangeSize int
+	Changes    int
+	// ChangeGap separates changes: GapDefault with the default minSyncPeriod (1s, so
+	// that the rate limit does not decide the figure), GapZero with minSyncPeriod 0.
+	GapDefault, GapZero time.Duration
+	// DataplaneSizes get the connect-latency and connection-rate measurements (0 means
+	// "only the probed Service").
+	DataplaneSizes []int
+	Connects       int
+	RateWorkers    int
+	RateDuration   time.Duration
+	LoadWorkers    int
+}
+
+// Has reports whether scenario s is enabled.
+func (c Config) Has(s string) bool { return slices.Contains(c.Scenarios, s) }
+
+func (c Config) repeat(size int) int {
+	if c.Repeat > 0 {
+		return c.Repeat
+	}
+	if size >= 10000 {
+		return 1
+	}
+	return 3
+}
+
+// Figures are one proxy's results at one size.
+type Figures struct {
+	Sync, CPU, RSS            Sample
+	ChangeDefault, ChangeZero *ChangeResult
+	Latency                   *ConnectLatency
+	Rate                      *ConnectionRate
+	Errors                    []string
+}
+
+// Results of a run: Figures[size][proxy name].
+type Results struct {
+	Config  Config
+	Figures map[int]map[string]*Figures
+	Load    map[int]time.Duration // loading time per size step
+	Started time.Time
+	Elapsed time.Duration
+}
+
+func (r *Results) fig(size int, proxy string) *Figures {
+	if r.Figures[size] == nil {
+		r.Figures[size] = map[string]*Figures{}
+	}
+	if r.Figures[size][proxy] == nil {
+		r.Figures[size][proxy] = &Figures{}
+	}
+	return r.Figures[size][proxy]
+}
+
+// Runner runs the benchmark in a started lab.
+type Runner struct {
+	Lab    *lab.Lab
+	Config Config
+	Client *lab.Pod
+	Loader *Loader
+}
+
+// NewRunner uses the first pod of node1 as the client and every other pod as backend.
+func NewRunner(l *lab.Lab, c Config) *Runner {
+	var backends []*lab.Pod
+	for _, p := range l.Pods {
+		if p != l.Node1.Pods[0] {
+			backends = append(backends, p)
+		}
+	}
+	return &Runner{Lab: l, Config: c, Client: l.Node1.Pods[0], Loader: &Loader{Lab: l, Backends: backends, Workers: c.LoadWorkers}}
+}
+
+// Run runs every enabled scenario at every size; a failing measurement is recorded in
+// the results and the run goes on.
+func (rn *Runner) Run(ctx context.Context) (*Results, error) {
+	logger := klog.FromContext(ctx)
+	c := rn.Config
+	res := &Results{Config: c, Figures: map[int]map[string]*Figures{}, Load: map[int]time.Duration{}, Started: time.Now()}
+	defer func() { res.Elapsed = time.Since(res.Started) }()
+
+	sizes := append([]int(nil), c.Sizes...)
+	for _, s := range c.DataplaneSizes {
+		if !slices.Contains(sizes, s) {
+			sizes = append(sizes, s)
+		}
+	}
+	slices.Sort(sizes)
+	for _, size := range sizes {
+		n := max(size, 1)
+		took, err := rn.Loader.LoadTo(ctx, n)
+		if err != nil {
+			return res, fmt.Errorf("load %d services: %w", n, err)
+		}
+		res.Load[size] = took
+		logger.Info("Loaded", "services", n, "took", took.Round(time.Millisecond))
+		measureSync := c.Has(ScenarioSync) && slices.Contains(c.Sizes, size) && size > 0
+		dataplane := slices.Contains(c.DataplaneSizes, size) && (c.Has(ScenarioDataplane) || c.Has(ScenarioRate))
+		change := c.Has(ScenarioChange) && size == c.ChangeSize
+		reps := 1
+		if measureSync {
+			reps = c.repeat(size)
+		}
+		if !measureSync && !dataplane && !change {
+			continue
+		}
+		for rep := range reps {
+			order := append([]Proxy(nil), c.Proxies...)
+			if rep%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, p := range order {
+				if err := ctx.Err(); err != nil {
+					return res, err
+				}
+				f := res.fig(size, p.Name)
+				if err := rn.one(ctx, p, n, rep, measureSync, rep == 0 && dataplane, rep == 0 && change, f); err != nil {
+					logger.Error(err, "Measurement failed", "proxy", p.Name, "services", n, "rep", rep)
+					f.Errors = append(f.Errors, err.Error())
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// one runs proxy p once at n Services: the initial sync, then (if asked) the dataplane
+// and default-minSyncPeriod change measurements on the synced proxy, then a restart
+// with minSyncPeriod 0 for the second change series.
+func (rn *Runner) one(ctx context.Context, p Proxy, n, rep int, measureSync, dataplane, change bool, f *Figures) error {
+	logger := klog.FromContext(ctx)
+	c := rn.Config
+	ResetDataplane(ctx, rn.Lab)
+	r, err := Start(rn.Lab, p, fmt.Sprintf("%d-%d", n, rep), StartOptions{})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Stop(ctx, rn.Lab) }()
+	sample := rn.Loader.Sample(n, c.SampleSize)
+	sr, err := WaitSynced(ctx, rn.Lab, r, rn.Client, sample, n, c.Cap)
+	if err != nil {
+		return err
+	}
+	logger.Info("Initial sync", "proxy", p.Name, "services", n, "rep", rep, "took", sr.Duration.Round(time.Millisecond),
+		"probes", sr.Probes.Round(time.Millisecond), "elements", sr.Elements.Round(time.Millisecond), "capped", sr.Capped, "cpu", sr.CPUSeconds)
+	if measureSync {
+		f.Sync.Add(sr.Duration.Seconds(), sr.Capped)
+		f.CPU.Add(sr.CPUSeconds, sr.Capped)
+	}
+	if sr.Capped {
+		if measureSync {
+			f.RSS.Add(r.PeakRSS(), true)
+		}
+		return fmt.Errorf("%s: initial sync of %d services not done within %s", p.Name, n, c.Cap)
+	}
+	target := rn.Loader.Svcs[0]
+	if dataplane && c.Has(ScenarioDataplane) {
+		lat, err := MeasureConnectLatency(ctx, rn.Client, target, rn.Loader.Backends, c.Connects)
+		if err != nil {
+			return fmt.Errorf("connect latency: %w", err)
+		}
+		f.Latency = &lat
+	}
+	if dataplane && c.Has(ScenarioRate) {
+		rate, err := MeasureConnectionRate(ctx, rn.Client, target, rn.Loader.Backends, c.RateWorkers, c.RateDuration)
+		if err != nil {
+			return fmt.Errorf("connection rate: %w", err)
+		}
+		f.Rate = &rate
+	}
+	if change {
+		cr, err := MeasureChanges(ctx, rn.Loader, r, rn.Client, rn.Loader.Churn(n), c.Changes, c.GapDefault)
+		if err != nil {
+			return fmt.Errorf("changes (default minSyncPeriod): %w", err)
+		}
+		f.ChangeDefault = &cr
+	}
+	if measureSync {
+		f.RSS.Add(r.PeakRSS(), false)
+	}
+	if err := r.Stop(ctx, rn.Lab); err != nil {
+		return err
+	}
+	if !change {
+		return nil
+	}
+	r0, err := Start(rn.Lab, p, fmt.Sprintf("%d-%d-minsync0", n, rep), StartOptions{MinSyncZero: true})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r0.Stop(ctx, rn.Lab) }()
+	sr0, err := WaitSynced(ctx, rn.Lab, r0, rn.Client, sample, n, c.Cap)
+	if err != nil {
+		return err
+	}
+	if sr0.Capped {
+		return fmt.Errorf("%s (minSyncPeriod 0): initial sync of %d services not done within %s", p.Name, n, c.Cap)
+	}
+	cr, err := MeasureChanges(ctx, rn.Loader, r0, rn.Client, rn.Loader.Churn(n), c.Changes, c.GapZero)
+	if err != nil {
+		return fmt.Errorf("changes (minSyncPeriod 0): %w", err)
+	}
+	f.ChangeZero = &cr
+	return nil
+}

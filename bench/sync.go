@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/test/lab"
+)
+
+// SyncResult is the outcome of one initial-sync measurement.
+type SyncResult struct {
+	Duration   time.Duration // process start until every check passed (or the cap)
+	Probes     time.Duration // until every sampled ClusterIP answered
+	Elements   time.Duration // until service-ips held every Service
+	Capped     bool
+	CPUSeconds float64 // at Duration
+}
+
+// ProbeTimeout bounds one probe of the sync and change checks.
+const ProbeTimeout = 200 * time.Millisecond
+
+// WaitSynced waits until the kernel in node1 forwards to every one of n Services: every
+// sampled ClusterIP answers a TCP probe from client, and the service-ips map of table
+// ip kube-proxy holds at least n elements. It gives up at limit after r started.
+func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sample []*Svc, n int, limit time.Duration) (SyncResult, error) {
+	logger := klog.FromContext(ctx)
+	deadline := r.Started.Add(limit)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	var res SyncResult
+	var wg sync.WaitGroup
+	var probesDone, elemsDone time.Time
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		probesDone = waitProbes(ctx, client, sample)
+	}()
+	go func() {
+		defer wg.Done()
+		elemsDone = waitElements(ctx, l.Node1.NS, n)
+	}()
+	exited := make(chan struct{})
+	go func() {
+		select {
+		case <-r.Process.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+		close(exited)
+	}()
+	wg.Wait()
+	res.CPUSeconds = r.CPU()
+	cancel()
+	<-exited
+	if done, werr := r.Process.Exited(); done {
+		return res, fmt.Errorf("%s exited during the initial sync (%v); log tail:\n%s", r.Proxy.Name, werr, r.Process.LogTail(30))
+	}
+	if probesDone.IsZero() || elemsDone.IsZero() {
+		res.Capped = true
+		res.Duration = limit
+		logger.Info("Initial sync not done within the cap", "proxy", r.Proxy.Name, "services", n, "cap", limit,
+			"probesDone", !probesDone.IsZero(), "elementsDone", !elemsDone.IsZero())
+		return res, nil
+	}
+	res.Probes = probesDone.Sub(r.Started)
+	res.Elements = elemsDone.Sub(r.Started)
+	res.Duration = max(res.Probes, res.Elements)
+	return res, nil
+}
+
+// waitProbes probes the unanswered sample concurrently, a round every 100ms, and
+// returns when all answered (zero time when ctx ended first).
+func waitProbes(ctx context.Context, client *lab.Pod, sample []*Svc) time.Time {
+	pending := append([]*Svc(nil), sample...)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok := make([]bool, len(pending))
+		var wg sync.WaitGroup
+		for i, s := range pending {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res := client.NS.ProbeWith(ctx, lab.Probe{Protocol: v1.ProtocolTCP, Target: netip.AddrPortFrom(s.ClusterIP, ServicePort), Timeout: ProbeTimeout})
+				ok[i] = res.Outcome == lab.Answered
+			}()
+		}
+		wg.Wait()
+		now := time.Now()
+		var still []*Svc
+		for i, s := range pending {
+			if !ok[i] {
+				still = append(still, s)
+			}
+		}
+		if pending = still; len(pending) == 0 {
+			return now
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}
+		case <-tick.C:
+		}
+	}
+}
+
+// waitElements polls the element count of service-ips until it reaches n. The poll
+// interval is at least 500ms and four times the last listing's duration, so the
+// checker's own cost stays small beside the proxy's.
+func waitElements(ctx context.Context, ns *lab.NS, n int) time.Time {
+	for {
+		start := time.Now()
+		count, err := ServiceIPsCount(ctx, ns)
+		now := time.Now()
+		if err == nil && count >= n {
+			return now
+		}
+		wait := max(500*time.Millisecond, 4*now.Sub(start))
+		select {
+		case <-ctx.Done():
+			return time.Time{}
+		case <-time.After(wait):
+		}
+	}
+}
+
+// ServiceIPsCount counts the elements of map service-ips in table ip kube-proxy.
+func ServiceIPsCount(ctx context.Context, ns *lab.NS) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := ns.Run(ctx, "nft", "list", "map", "ip", "kube-proxy", "service-ips")
+	if err != nil {
+		return 0, err
+	}
+	return strings.Count(out, " : goto "), nil
+}
