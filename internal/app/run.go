@@ -28,9 +28,6 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Version info", "version", config.Version)
 	logger.Info("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
-	for _, w := range cfg.Warnings {
-		logger.Info("Warning: " + w.Error())
-	}
 
 	if cfg.Cleanup {
 		if err := cleanup.All(ctx, cleanup.Deps{}); err != nil {
