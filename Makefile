@@ -29,6 +29,10 @@ demo: setup
 test: setup vet
 	KPROXY_E2E_REQUIRED=1 go test $(GO_TEST_FLAGS) ./...
 
+## bench: set up, then compare kproxy with upstream kube-proxy in the lab (not part of test; BENCH_FLAGS=--with-30k ...).
+bench: setup
+	go run ./bench/cmd/kproxy-bench $(BENCH_FLAGS)
+
 ## unit: the tests that need neither root nor the upstream binaries.
 unit:
 	go test $(GO_TEST_FLAGS) -short ./...

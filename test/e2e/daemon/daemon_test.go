@@ -37,31 +37,29 @@ func TestHealthMetricsAndMode(t *testing.T) {
 		t.Errorf("GET /proxyMode: %d %v %q, want 200 \"nftables\"", code, err, body)
 	}
 	// /healthz is 200 before the first sync (nothing is overdue yet); the metrics of
-	// a sync appear once the first one ran.
-	err = p.WaitFor(ctx, "the first sync in /metrics", 20*time.Second, func(ctx context.Context) error {
-		code, body, err = p.Get(ctx, proxytest.MetricsURL)
-		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("GET /metrics: %d %v", code, err)
-		}
-		if !strings.Contains(body, "kubeproxy_sync_proxy_rules_last_timestamp_seconds") {
-			return fmt.Errorf("no sync recorded yet")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	// a sync appear once the first one of both families ran.
+	want := []string{
 		`kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"}`,
 		`kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv6"}`,
 		`kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="0.001"}`,
 		`kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family="IPv4"}`,
 		`kubeproxy_proxy_healthz_total{code="200"}`,
 		"kubeproxy_sync_proxy_rules_service_changes_pending 0",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %s", want)
+	}
+	err = p.WaitFor(ctx, "the first sync of both families in /metrics", 20*time.Second, func(ctx context.Context) error {
+		code, body, err = p.Get(ctx, proxytest.MetricsURL)
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("GET /metrics: %d %v", code, err)
 		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				return fmt.Errorf("/metrics lacks %s", w)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 	if t.Failed() {
 		var kubeproxy []string
