@@ -17,7 +17,11 @@ import (
 
 var suite = &labtest.Suite{}
 
-func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }
+func TestMain(m *testing.M) {
+	code := suite.Main(m)
+	proxytest.RemoveBinary()
+	os.Exit(code)
+}
 
 var (
 	proxyOnce sync.Once

@@ -25,7 +25,11 @@ func proxyMode() string {
 
 var suite = &labtest.Suite{}
 
-func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }
+func TestMain(m *testing.M) {
+	code := suite.Main(m)
+	proxytest.RemoveBinary()
+	os.Exit(code)
+}
 
 // proxyStartTimeout bounds a proxy start until /healthz answers 200.
 const proxyStartTimeout = 60 * time.Second

@@ -17,9 +17,18 @@ import (
 
 var (
 	buildOnce sync.Once
+	buildDir  string
 	buildPath string
 	buildErr  error
 )
+
+// RemoveBinary deletes what Binary built (never a KPROXY_PROXY_BIN binary); call it
+// from TestMain after the tests.
+func RemoveBinary() {
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+}
 
 // Binary builds ./cmd/kube-proxy once per test process into a temporary directory
 // and returns its path (KPROXY_PROXY_BIN overrides it with a prebuilt binary).
@@ -34,6 +43,7 @@ func Binary() (string, error) {
 			buildErr = err
 			return
 		}
+		buildDir = dir
 		buildPath = filepath.Join(dir, "kube-proxy")
 		cmd := exec.Command("go", "build", "-o", buildPath, "github.com/kproxy/kproxy/cmd/kube-proxy")
 		if out, err := cmd.CombinedOutput(); err != nil {
