@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -118,6 +119,7 @@ func (r *Results) Table() string {
 			}
 			add(fmt.Sprintf("TCP connect via ClusterIP p%.0f", p), s, sa, sb, FmtSeconds)
 			add(fmt.Sprintf("TCP connect direct to pod p%.0f (same run)", p), s, da, db, FmtSeconds)
+			add(fmt.Sprintf("TCP connect p%.0f, ClusterIP ÷ direct (noise-robust)", p), s, quotient(sa, da), quotient(sb, db), FmtFactor)
 		}
 	}
 	for _, s := range sizes {
@@ -133,6 +135,7 @@ func (r *Results) Table() string {
 		}
 		add(fmt.Sprintf("connection rate via ClusterIP (%d workers, %s)", r.Config.RateWorkers, r.Config.RateDuration), s, sa, sb, FmtRate)
 		add("connection rate direct to pod (same run)", s, da, db, FmtRate)
+		add("connection rate, ClusterIP ÷ direct (noise-robust)", s, quotient(sa, da), quotient(sb, db), FmtFactor)
 	}
 
 	var buf bytes.Buffer
@@ -222,4 +225,25 @@ func UpdateReadme(path, report string) (bool, error) {
 	}
 	s = s[:i+len(ReadmeBegin)] + "\n" + report + "\n" + s[j:]
 	return true, os.WriteFile(path, []byte(s), 0o644)
+}
+
+// quotient is the ratio of the medians of a and b as a one-value sample.
+func quotient(a, b Sample) Sample {
+	var out Sample
+	if len(a.Values) > 0 && len(b.Values) > 0 && Median(b.Values) != 0 {
+		out.Add(Median(a.Values)/Median(b.Values), false)
+	}
+	return out
+}
+
+// FmtFactor formats a dimensionless ratio.
+func FmtFactor(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// WriteJSON writes the raw results beside the report (same name, .json).
+func WriteJSON(mdPath string, r *Results) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(strings.TrimSuffix(mdPath, ".md")+".json", b, 0o644)
 }

@@ -147,3 +147,27 @@ func unallocatedServiceIP(t *testing.T, fam v1.IPFamily, svcs ...*v1.Service) ne
 	t.Fatal("no unallocated service address found")
 	return netip.Addr{}
 }
+
+// TestClusterIPFromNode: traffic the node itself sends to a ClusterIP (a hostNetwork
+// pod, the kubelet) is DNATed in the output hook and reaches the endpoints, on this
+// node and on the other one.
+func TestClusterIPFromNode(t *testing.T) {
+	p := sharedProxy(t)
+	l := p.Lab
+	ctx := testCtx(t, 60*time.Second)
+	svc := createService(ctx, t, l, "cip-node", func(s *v1.Service) {
+		s.Spec.Ports = []v1.ServicePort{svcPort("tcp", v1.ProtocolTCP, 80, 8080), svcPort("udp", v1.ProtocolUDP, 80, 8080)}
+	}, lab.PodEndpoints(l.Node1.Pods[0], l.Node2.Pods[0]), nil)
+	node := l.Node1.NS
+	forEachFamily(t, func(t *testing.T, fam v1.IPFamily) {
+		to := netip.AddrPortFrom(clusterIP(t, svc, fam), 80)
+		for _, proto := range tcpUDP {
+			waitAnswered(ctx, t, p, node, proto, to, nil)
+			replies := collect(ctx, t, p, node, proto, to, 20)
+			onlyFrom(t, flow(node, proto, to), replies, podNames(l.Node1.Pods[0], l.Node2.Pods[0]))
+			if got := answeringPods(replies); len(got) != 2 {
+				t.Errorf("%s: 20 probes reached %v, want both endpoints", flow(node, proto, to), got)
+			}
+		}
+	})
+}

@@ -1,0 +1,195 @@
+// Command kproxy-bench is `make bench`: it brings up the lab, loads Services once per
+// size, runs kproxy and upstream kube-proxy v1.37.2 one after the other in node1
+// (nftables mode), prints a table of absolute figures and kproxy/upstream ratios, and
+// writes it, with the machine's description, to bench/results/<UTC timestamp>.md (and
+// into README.md between the bench markers, when present).
+//
+// Usage:
+//
+//	kproxy-bench [--services 1000,10000] [--with-30k] [--repeat N] [--cap 5m]
+//	             [--scenarios sync,change,dataplane,rate] [--changes 100] ...
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/bench"
+	"github.com/kproxy/kproxy/test/lab"
+)
+
+func main() {
+	klog.InitFlags(nil)
+	services := flag.String("services", "1000,10000", "Service counts for the initial-sync scenario (each with 10 endpoints)")
+	with30k := flag.Bool("with-30k", false, "also measure 30,000 Services (initial sync and dataplane)")
+	repeat := flag.Int("repeat", 0, "initial-sync repetitions per size (0: 3 below 10,000 Services, 1 from there)")
+	capDur := flag.Duration("cap", 5*time.Minute, "bound of one initial sync (reported as \"> cap\")")
+	scenarios := flag.String("scenarios", "sync,change,dataplane,rate", "scenarios to run")
+	sample := flag.Int("sample", 50, "ClusterIPs probed by the initial-sync check")
+	changeSize := flag.Int("change-services", 10000, "Service count at which change latency is measured")
+	changes := flag.Int("changes", 100, "endpoint changes per proxy and minSyncPeriod")
+	gapDefault := flag.Duration("change-gap", 1100*time.Millisecond, "pause after a change took effect, minSyncPeriod 1s")
+	gapZero := flag.Duration("change-gap-zero", 100*time.Millisecond, "pause after a change took effect, minSyncPeriod 0")
+	dataplane := flag.String("dataplane-services", "0,10000", "Service counts at which connect latency and connection rate are measured (30000 added by --with-30k)")
+	connects := flag.Int("connects", 1000, "TCP connects per latency measurement")
+	rateWorkers := flag.Int("rate-workers", 2, "concurrent connection loops of the rate measurement")
+	rateDur := flag.Duration("rate-duration", 5*time.Second, "duration of each connection-rate measurement")
+	loadWorkers := flag.Int("load-workers", 64, "concurrent API writers while loading")
+	out := flag.String("out", "", "results directory (default <repo>/bench/results)")
+	readme := flag.Bool("update-readme", true, "write the table into README.md between the bench markers")
+	kproxyBin := flag.String("kproxy", "", "kproxy binary (default <repo>/_output/bin/kube-proxy)")
+	upstreamBin := flag.String("upstream", "", "upstream binary (default <repo>/_output/bin/kube-proxy-upstream)")
+	keep := flag.Bool("keep-workdir", false, "keep the lab's work directory (proxy logs)")
+	flag.Parse()
+
+	sizes, err := parseInts(*services)
+	if err != nil {
+		fatal(err)
+	}
+	dpSizes, err := parseInts(*dataplane)
+	if err != nil {
+		fatal(err)
+	}
+	if *with30k {
+		sizes = append(sizes, 30000)
+		dpSizes = append(dpSizes, 30000)
+	}
+	binDir, err := lab.ResolveBinDir("")
+	if err != nil {
+		fatal(err)
+	}
+	root := filepath.Dir(filepath.Dir(binDir))
+	if *kproxyBin == "" {
+		*kproxyBin = filepath.Join(binDir, "kube-proxy")
+	}
+	if *upstreamBin == "" {
+		*upstreamBin = filepath.Join(binDir, "kube-proxy-upstream")
+	}
+	if *out == "" {
+		*out = filepath.Join(root, "bench", "results")
+	}
+	for _, b := range []string{*kproxyBin, *upstreamBin} {
+		if _, err := os.Stat(b); err != nil {
+			fatal(fmt.Errorf("missing %s (run `make setup`): %w", b, err))
+		}
+	}
+	cfg := bench.Config{
+		Proxies:        []bench.Proxy{{Name: "kproxy", Bin: *kproxyBin}, {Name: "upstream", Bin: *upstreamBin}},
+		Sizes:          sizes,
+		Scenarios:      strings.Split(*scenarios, ","),
+		Repeat:         *repeat,
+		Cap:            *capDur,
+		SampleSize:     *sample,
+		ChangeSize:     *changeSize,
+		Changes:        *changes,
+		GapDefault:     *gapDefault,
+		GapZero:        *gapZero,
+		DataplaneSizes: dpSizes,
+		Connects:       *connects,
+		RateWorkers:    *rateWorkers,
+		RateDuration:   *rateDur,
+		LoadWorkers:    *loadWorkers,
+	}
+	if cfg.Has(bench.ScenarioChange) && !contains(sizes, cfg.ChangeSize) && !contains(dpSizes, cfg.ChangeSize) {
+		cfg.Sizes = append(cfg.Sizes, cfg.ChangeSize)
+	}
+	if err := run(cfg, *keep, *out, *readme, filepath.Join(root, "README.md")); err != nil {
+		fatal(err)
+	}
+}
+
+func run(cfg bench.Config, keep bool, outDir string, updateReadme bool, readmePath string) (err error) {
+	opts := lab.Options{
+		Node1Pods:    6, // pod 1 is the client; the other ten pods are the real backends
+		Node2Pods:    5,
+		BackendPorts: []lab.BackendPort{{Protocol: "TCP", Port: bench.ServicePort}},
+		KeepWorkDir:  keep,
+		// More concurrent writes while loading (lab-facts.md).
+		ExtraAPIServerArgs: []string{"--max-requests-inflight=4000", "--max-mutating-requests-inflight=2000"},
+	}
+	if err := lab.Preflight(opts); err != nil {
+		return err
+	}
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background())
+	l := lab.New(opts)
+	defer func() {
+		if cerr := l.Close(); cerr != nil {
+			err = fmt.Errorf("%w; teardown: %v", err, cerr)
+		}
+	}()
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := l.Start(startCtx); err != nil {
+		return err
+	}
+	fmt.Printf("lab %s up in %s; work dir %s\n", l.ID, l.StartDuration.Round(time.Millisecond), l.WorkDir)
+
+	res, runErr := bench.NewRunner(l, cfg).Run(ctx)
+	if res == nil {
+		return runErr
+	}
+	report := res.Markdown(bench.Machine(context.Background()), "kproxy-bench "+strings.Join(os.Args[1:], " "))
+	if runErr != nil {
+		report += fmt.Sprintf("\nThe run stopped early: %v\n", runErr)
+	}
+	fmt.Println()
+	fmt.Println(report)
+	path, err := bench.WriteResults(outDir, res.Started, report)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteJSON(path, res); err != nil {
+		return err
+	}
+	fmt.Println("written to", path, "(raw figures beside it, .json)")
+	if updateReadme && runErr == nil {
+		if ok, err := bench.UpdateReadme(readmePath, report); err != nil {
+			return err
+		} else if ok {
+			fmt.Println("README.md updated")
+		}
+	}
+	return runErr
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "kproxy-bench:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,238 @@
+package nftnetlink
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// byteOrder values as nft stores them in set userdata (NFTNL_UDATA_SET_KEYBYTEORDER).
+const (
+	orderInvalid uint32 = 0
+	orderHost    uint32 = 1
+	orderBig     uint32 = 2
+)
+
+// dataType is one nft datatype the renderer's sets, maps and rules use. id is nft's
+// type number (datatype.h); nft encodes a concatenation as the ids shifted by 6 bits.
+type dataType struct {
+	name  string
+	id    uint32
+	size  int // bytes in a register
+	order uint32
+}
+
+var dataTypes = map[string]dataType{
+	"verdict":      {"verdict", 1, 0, orderInvalid},
+	"integer":      {"integer", 4, 4, orderHost},
+	"ipv4_addr":    {"ipv4_addr", 7, 4, orderBig},
+	"ipv6_addr":    {"ipv6_addr", 8, 16, orderBig},
+	"ether_addr":   {"ether_addr", 9, 6, orderBig},
+	"inet_proto":   {"inet_proto", 12, 1, orderBig},
+	"inet_service": {"inet_service", 13, 2, orderBig},
+	"mark":         {"mark", 19, 4, orderHost},
+	"ifname":       {"ifname", 41, 16, orderHost},
+}
+
+// dataTypeByID inverts dataTypes, for sets read back from the kernel.
+func dataTypeByID(id uint32) (dataType, bool) {
+	for _, t := range dataTypes {
+		if t.id == id {
+			return t, true
+		}
+	}
+	return dataType{}, false
+}
+
+const concatTypeBits = 6
+
+// keyType is a set key or map value: one datatype or a concatenation.
+type keyType struct {
+	fields []dataType
+}
+
+func (k keyType) concat() bool { return len(k.fields) > 1 }
+
+// id is the type number nft sends in NFTA_SET_KEY_TYPE / NFTA_SET_DATA_TYPE.
+func (k keyType) id() uint32 {
+	if len(k.fields) == 1 && k.fields[0].name == "verdict" {
+		return 0xffffff00 // NFT_DATA_VERDICT
+	}
+	var id uint32
+	for _, f := range k.fields {
+		id = id<<concatTypeBits | f.id
+	}
+	return id
+}
+
+// size is the key length: fields of a concatenation are padded to 32-bit registers.
+func (k keyType) size() int {
+	if len(k.fields) == 1 {
+		return k.fields[0].size
+	}
+	n := 0
+	for _, f := range k.fields {
+		n += padded(f.size)
+	}
+	return n
+}
+
+// order is the byte order nft records for the key (invalid for concatenations).
+func (k keyType) order() uint32 {
+	if len(k.fields) == 1 {
+		return k.fields[0].order
+	}
+	return orderInvalid
+}
+
+func (k keyType) isVerdict() bool { return len(k.fields) == 1 && k.fields[0].name == "verdict" }
+
+func padded(n int) int { return (n + 3) &^ 3 }
+
+// parseKeyType parses "ipv4_addr . inet_proto . inet_service".
+func parseKeyType(words []string) (keyType, error) {
+	var k keyType
+	for i, w := range words {
+		if i%2 == 1 {
+			if w != "." {
+				return k, fmt.Errorf("expected \".\" between types, found %q", w)
+			}
+			continue
+		}
+		t, ok := dataTypes[w]
+		if !ok {
+			return k, fmt.Errorf("unsupported datatype %q", w)
+		}
+		k.fields = append(k.fields, t)
+	}
+	if len(k.fields) == 0 || len(words)%2 == 0 {
+		return k, fmt.Errorf("bad type %q", strings.Join(words, " "))
+	}
+	return k, nil
+}
+
+// keyTypeFromID decodes the type number of a set read back from the kernel.
+func keyTypeFromID(id uint32, size int) (keyType, error) {
+	if id == 0xffffff00 {
+		return keyType{fields: []dataType{dataTypes["verdict"]}}, nil
+	}
+	var k keyType
+	for id != 0 {
+		t, ok := dataTypeByID(id & (1<<concatTypeBits - 1))
+		if !ok {
+			return k, fmt.Errorf("unsupported datatype number %d", id&(1<<concatTypeBits-1))
+		}
+		k.fields = append([]dataType{t}, k.fields...)
+		id >>= concatTypeBits
+	}
+	if len(k.fields) == 0 || k.size() != size {
+		return k, fmt.Errorf("cannot decode set type %#x with length %d", id, size)
+	}
+	return k, nil
+}
+
+var protocols = map[string]byte{"icmp": 1, "igmp": 2, "tcp": 6, "udp": 17, "icmpv6": 58, "sctp": 132, "udplite": 136}
+
+// encodeValue appends the register bytes of one value of type t.
+func encodeValue(dst []byte, t dataType, s string) ([]byte, error) {
+	switch t.name {
+	case "ipv4_addr", "ipv6_addr":
+		a, err := netip.ParseAddr(s)
+		if err != nil || (t.name == "ipv4_addr") != a.Is4() {
+			return nil, fmt.Errorf("bad %s %q", t.name, s)
+		}
+		return append(dst, a.AsSlice()...), nil
+	case "inet_proto":
+		if p, ok := protocols[s]; ok {
+			return append(dst, p), nil
+		}
+		n, err := strconv.ParseUint(s, 10, 8)
+		if err != nil {
+			return nil, fmt.Errorf("bad protocol %q", s)
+		}
+		return append(dst, byte(n)), nil
+	case "inet_service":
+		n, err := strconv.ParseUint(s, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("bad port %q", s)
+		}
+		return binary.BigEndian.AppendUint16(dst, uint16(n)), nil
+	case "integer", "mark":
+		n, err := strconv.ParseUint(s, 0, 32)
+		if err != nil {
+			return nil, fmt.Errorf("bad %s %q", t.name, s)
+		}
+		return binary.NativeEndian.AppendUint32(dst, uint32(n)), nil
+	case "ifname":
+		if len(s) >= 16 {
+			return nil, fmt.Errorf("interface name %q too long", s)
+		}
+		b := make([]byte, 16)
+		copy(b, s)
+		return append(dst, b...), nil
+	}
+	return nil, fmt.Errorf("values of type %s are not supported", t.name)
+}
+
+// encodeKey encodes a (possibly concatenated) key given as its words, padding each
+// field of a concatenation to 32 bits.
+func encodeKey(k keyType, parts []string) ([]byte, error) {
+	if len(parts) != len(k.fields) {
+		return nil, fmt.Errorf("value %q has %d fields, type has %d", strings.Join(parts, " . "), len(parts), len(k.fields))
+	}
+	out := make([]byte, 0, k.size())
+	for i, f := range k.fields {
+		var err error
+		start := len(out)
+		if out, err = encodeValue(out, f, parts[i]); err != nil {
+			return nil, err
+		}
+		if k.concat() {
+			for len(out)-start < padded(f.size) {
+				out = append(out, 0)
+			}
+		}
+	}
+	return out, nil
+}
+
+// interval is a closed range of an address type, for interval sets.
+type interval struct{ first, last []byte }
+
+// parseInterval parses an address, a prefix "a/len" or a range "a-b" of type t.
+func parseInterval(t dataType, s string) (interval, error) {
+	if t.name != "ipv4_addr" && t.name != "ipv6_addr" {
+		b, err := encodeValue(nil, t, s)
+		return interval{b, b}, err
+	}
+	if lo, hi, ok := strings.Cut(s, "-"); ok {
+		a, err := encodeValue(nil, t, lo)
+		if err != nil {
+			return interval{}, err
+		}
+		b, err := encodeValue(nil, t, hi)
+		return interval{a, b}, err
+	}
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || (t.name == "ipv4_addr") != p.Addr().Is4() {
+			return interval{}, fmt.Errorf("bad prefix %q", s)
+		}
+		first := p.Masked().Addr().AsSlice()
+		last := append([]byte(nil), first...)
+		for i := range last {
+			bitsBefore := i * 8
+			switch {
+			case bitsBefore >= p.Bits():
+				last[i] = 0xff
+			case bitsBefore+8 > p.Bits():
+				last[i] |= 0xff >> (p.Bits() - bitsBefore)
+			}
+		}
+		return interval{first, last}, nil
+	}
+	b, err := encodeValue(nil, t, s)
+	return interval{b, b}, err
+}
