@@ -112,8 +112,8 @@ func waitProbes(ctx context.Context, client *lab.Pod, sample []*Svc) time.Time {
 	}
 }
 
-// waitElements polls the element count of service-ips until it reaches n. The poll
-// interval is at least 100ms and four times the last listing's duration, so the
+// waitElements polls the element count of service-ips until it reaches n, every
+// 100-250ms (four times the last dump's duration, within those bounds), so the
 // checker's own cost stays small beside the proxy's.
 func waitElements(ctx context.Context, ns *lab.NS, n int) time.Time {
 	for {
@@ -123,7 +123,9 @@ func waitElements(ctx context.Context, ns *lab.NS, n int) time.Time {
 		if err == nil && count >= n {
 			return now
 		}
-		wait := max(100*time.Millisecond, 4*now.Sub(start))
+		// Bounded above too: a dump blocked behind the proxy's big transaction must not
+		// stretch the next interval.
+		wait := min(250*time.Millisecond, max(100*time.Millisecond, 4*now.Sub(start)))
 		select {
 		case <-ctx.Done():
 			return time.Time{}

@@ -29,16 +29,19 @@
 // Commands: add/create/delete/flush table; add/create/delete/flush chain (base
 // chains: type, hook, priority, policy, comment); add rule (no index/handle);
 // add/create/delete/flush set and map (type with concatenations, flags constant,
-// dynamic, interval, timeout; timeout, size, policy, comment); add/create/delete
-// element (concatenated keys, comment, verdict or data values, prefixes and ranges
-// in interval sets).
+// dynamic, interval, timeout; timeout, gc-interval, size, policy, auto-merge,
+// comment); add/create/delete element (concatenated keys, comment, verdict or data
+// values). Not supported (error): typeof, handles/index/insert/replace, elements of
+// named interval sets (nft merges them with the set's current content), anonymous
+// sets of concatenations, inet/arp/bridge/netdev tables, flowtables, counters.
 //
 // Rule statements (rule.go): payload matches `ip|ip6 saddr|daddr [!=] addr|prefix|
 // { prefixes }|@set`, `th dport`, `meta l4proto`, concatenations of those with
-// `. ` followed by `@set` or `vmap @map`; `ct state|status [!=] a,b`; `mark and X
+// `. ` followed by `@set`, `vmap @map` or `vmap { … }`; `ct state|status [!=] a,b`; `mark and X
 // [!=] Y`; `meta mark|mark set mark or|xor|and|| X`; `fib saddr|daddr type T`;
 // `iifname|oifname [!=] name|prefix*`; `numgen random mod N [offset O] [V]` as a
-// match, with `vmap { … }` or as the dnat map key; `update @set { key }`; `counter`;
+// match, with `vmap { … }` or as the dnat map key; ranges `a-b` and anonymous
+// sets `{ a, b/len, c-d }` of one address selector; `update @set { key }`; `counter`;
 // `dnat [ip|ip6] to addr[:port]` and `dnat ip|ip6 addr . port to numgen random mod N
 // map { … }`; `masquerade [random|fully-random|persistent]`; `reject`; verdicts
 // accept, drop, return, continue, jump X, goto X; a trailing `comment "…"`.
@@ -53,5 +56,9 @@
 // All commands of one transaction go into one nfnetlink batch; the kernel applies
 // all or nothing. Like nft, the batch requests no per-message acks; the kernel
 // processes it synchronously inside sendmsg and queues one error per failed
-// message, which Run reports with the failing command's text.
+// message, which Run reports with the failing command's text. Consecutive element
+// commands on one set share a message, so an error names the first of them.
+//
+// Element commands of a transaction that does not define the set ask the kernel for
+// the set's type (one NFT_MSG_GETSET per set, on the Run's socket).
 package nftnetlink

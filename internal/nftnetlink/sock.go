@@ -1,0 +1,178 @@
+package nftnetlink
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"syscall"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// socket is one NETLINK_NETFILTER socket, opened for one Run.
+type socket struct {
+	fd int
+}
+
+// openSocket opens a netfilter netlink socket, in the network namespace at nsPath
+// when it is set (the socket stays bound to that namespace after the thread
+// returns to its own).
+func openSocket(nsPath string) (*socket, error) {
+	if nsPath == "" {
+		return newSocket()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return nil, fmt.Errorf("current network namespace: %w", err)
+	}
+	defer orig.Close()
+	target, err := netns.GetFromPath(nsPath)
+	if err != nil {
+		return nil, fmt.Errorf("network namespace %s: %w", nsPath, err)
+	}
+	defer target.Close()
+	if err := netns.Set(target); err != nil {
+		return nil, fmt.Errorf("enter network namespace %s: %w", nsPath, err)
+	}
+	s, sockErr := newSocket()
+	if err := netns.Set(orig); err != nil {
+		// The thread is in the wrong namespace: keep it locked so the runtime
+		// discards it instead of reusing it (LockOSThread without Unlock).
+		runtime.LockOSThread()
+		if s != nil {
+			s.close()
+		}
+		return nil, fmt.Errorf("return to network namespace: %w", err)
+	}
+	return s, sockErr
+}
+
+func newSocket() (*socket, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+	if err != nil {
+		return nil, fmt.Errorf("netlink socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("netlink bind: %w", err)
+	}
+	// Error replies for a large failed batch must fit (one per failed message).
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
+	// Extended acks would echo only the header of failed messages.
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
+	return &socket{fd: fd}, nil
+}
+
+func (s *socket) close() { unix.Close(s.fd) }
+
+// send writes buf in one sendmsg: the kernel handles a netlink message to itself
+// synchronously, so when send returns the batch has been committed or aborted and
+// any error replies are queued on the socket.
+func (s *socket) send(buf []byte) error {
+	// A batch must arrive in one skb, which the send buffer bounds.
+	if cur, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err == nil && cur/2 < len(buf)+4096 {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, len(buf)+4096); err != nil {
+			return fmt.Errorf("netlink send buffer of %d bytes: %w", len(buf), err)
+		}
+	}
+	for {
+		err := unix.Sendto(s.fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("netlink sendmsg (%d bytes): %w", len(buf), err)
+		}
+		return nil
+	}
+}
+
+// nlReply is one message received from the kernel.
+type nlReply struct {
+	typ   uint16
+	flags uint16
+	seq   uint32
+	data  []byte // after the netlink header
+}
+
+// errno returns the error of an NLMSG_ERROR reply (nil for an ack) and the
+// sequence number of the request it answers.
+func (r nlReply) errno() (error, uint32) {
+	if len(r.data) < 4+unix.NLMSG_HDRLEN {
+		return fmt.Errorf("short netlink error message"), r.seq
+	}
+	code := int32(binary.NativeEndian.Uint32(r.data))
+	seq := binary.NativeEndian.Uint32(r.data[4+8:])
+	if code == 0 {
+		return nil, seq
+	}
+	return syscall.Errno(-code), seq
+}
+
+// recv reads the replies of one datagram; with wait false it returns (nil, nil)
+// when nothing is queued.
+func (s *socket) recv(wait bool) ([]nlReply, error) {
+	buf := make([]byte, 1<<16)
+	flags := 0
+	if !wait {
+		flags = unix.MSG_DONTWAIT
+	}
+	for {
+		n, _, err := unix.Recvfrom(s.fd, buf, flags)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.EAGAIN) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("netlink recv: %w", err)
+		}
+		return parseReplies(buf[:n])
+	}
+}
+
+func parseReplies(b []byte) ([]nlReply, error) {
+	var out []nlReply
+	for len(b) >= unix.NLMSG_HDRLEN {
+		l := int(binary.NativeEndian.Uint32(b))
+		if l < unix.NLMSG_HDRLEN || l > len(b) {
+			return out, fmt.Errorf("malformed netlink reply")
+		}
+		out = append(out, nlReply{
+			typ:   binary.NativeEndian.Uint16(b[4:]),
+			flags: binary.NativeEndian.Uint16(b[6:]),
+			seq:   binary.NativeEndian.Uint32(b[8:]),
+			data:  b[unix.NLMSG_HDRLEN:l],
+		})
+		l = (l + 3) &^ 3
+		if l > len(b) {
+			break
+		}
+		b = b[l:]
+	}
+	return out, nil
+}
+
+// attrs decodes a flat list of netlink attributes (type without flags -> value).
+func attrs(b []byte) map[uint16][]byte {
+	m := map[uint16][]byte{}
+	for len(b) >= nlaHdrLen {
+		l := int(binary.NativeEndian.Uint16(b))
+		t := binary.NativeEndian.Uint16(b[2:]) &^ (unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER)
+		if l < nlaHdrLen || l > len(b) {
+			break
+		}
+		m[t] = b[nlaHdrLen:l]
+		l = (l + 3) &^ 3
+		if l > len(b) {
+			break
+		}
+		b = b[l:]
+	}
+	return m
+}
