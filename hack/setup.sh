@@ -10,9 +10,10 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
-# nftables/iptables: the dataplanes and their inspection; conntrack: inspecting flows;
+# nftables/iptables: the dataplanes and their inspection; ipset: what upstream's ipvs mode
+# leaves behind (cleanup tests); conntrack: inspecting flows; util-linux: unshare;
 # iproute2: network namespaces and veth for the lab; procps/psmisc: process inspection.
-packages=(nftables iptables conntrack iproute2 procps psmisc ca-certificates)
+packages=(nftables iptables ipset conntrack iproute2 procps psmisc util-linux ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
