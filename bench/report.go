@@ -3,8 +3,10 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,6 +168,9 @@ func (r *Results) Markdown(machine, command string) string {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "### Benchmark run %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&buf, "Machine: %s.  \nCommand: `%s`; took %s.  \n", machine, command, r.Elapsed.Round(time.Second))
+	for _, p := range r.Config.Proxies {
+		fmt.Fprintf(&buf, "%s: %s.  \n", p.Name, BinaryIdentity(p.Bin))
+	}
 	loads := make([]string, 0, len(r.Load))
 	keys := make([]int, 0, len(r.Load))
 	for k := range r.Load {
@@ -246,4 +251,20 @@ func WriteJSON(mdPath string, r *Results) error {
 		return err
 	}
 	return os.WriteFile(strings.TrimSuffix(mdPath, ".md")+".json", b, 0o644)
+}
+
+// BinaryIdentity names a proxy binary: path, modification time and SHA-256 prefix, so
+// that a result can be matched to the build it measured.
+func BinaryIdentity(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("%s (%v)", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Sprintf("%s (%v)", path, err)
+	}
+	st, _ := f.Stat()
+	return fmt.Sprintf("%s, built %s, sha256 %x", path, st.ModTime().UTC().Format("2006-01-02 15:04"), h.Sum(nil)[:6])
 }

@@ -30,10 +30,13 @@
 // chains: type, hook, priority, policy, comment); add rule (no index/handle);
 // add/create/delete/flush set and map (type with concatenations, flags constant,
 // dynamic, interval, timeout; timeout, gc-interval, size, policy, auto-merge,
-// comment); add/create/delete element (concatenated keys, comment, verdict or data
-// values). Not supported (error): typeof, handles/index/insert/replace, elements of
-// named interval sets (nft merges them with the set's current content), anonymous
-// sets of concatenations, inet/arp/bridge/netdev tables, flowtables, counters.
+// comment; "typeof" of concatenations of ip|ip6 saddr|daddr, th|tcp|udp|sctp
+// sport|dport, meta l4proto and numgen, with the userdata nft writes for it, see
+// typeof.go); add/create/delete element (concatenated keys, comment, verdict or
+// data values). Not supported (error): typeof of one expression,
+// handles/index/insert/replace, elements of named interval sets (nft merges them
+// with the set's current content), anonymous sets of concatenations,
+// inet/arp/bridge/netdev tables, flowtables, counters.
 //
 // Rule statements (rule.go): payload matches `ip|ip6 saddr|daddr [!=] addr|prefix|
 // { prefixes }|@set`, `th dport`, `meta l4proto`, concatenations of those with
@@ -42,8 +45,10 @@
 // `iifname|oifname [!=] name|prefix*`; `numgen random mod N [offset O] [V]` as a
 // match, with `vmap { … }` or as the dnat map key; ranges `a-b` and anonymous
 // sets `{ a, b/len, c-d }` of one address selector; `update @set { key }`; `counter`;
-// `dnat [ip|ip6] to addr[:port]` and `dnat ip|ip6 addr . port to numgen random mod N
-// map { … }`; `masquerade [random|fully-random|persistent]`; `reject`; verdicts
+// `dnat [ip|ip6] to addr[:port]`, `dnat ip|ip6 addr . port to numgen random mod N
+// map { … }` and `dnat ip|ip6 addr . port to KEY map @map` (KEY a selector or a
+// concatenation, where `tcp|udp|sctp dport` adds nft's `meta l4proto` dependency
+// first); `masquerade [random|fully-random|persistent]`; `reject`; verdicts
 // accept, drop, return, continue, jump X, goto X; a trailing `comment "…"`.
 // Anything else makes Run fail with an error naming the command; nothing is sent.
 //

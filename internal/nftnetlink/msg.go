@@ -114,3 +114,9 @@ func (u udata) str(t byte, s string) udata {
 	u = append(u, s...)
 	return append(u, 0)
 }
+
+// nested appends a record holding other records.
+func (u udata) nested(t byte, inner udata) udata {
+	u = append(u, t, byte(len(inner)))
+	return append(u, inner...)
+}

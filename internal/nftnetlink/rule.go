@@ -164,6 +164,9 @@ type selector struct {
 	len   int    // bytes loaded
 	kind  string // "ct-bitmask" for ct state/status, "fib" for fib type
 	names map[string]uint32
+	// dep is the protocol a "tcp|udp|sctp dport" selector depends on: nft matches
+	// "meta l4proto" first.
+	dep byte
 }
 
 var ctStates = map[string]uint32{"invalid": 1, "established": 2, "related": 4, "new": 8, "untracked": 64}
@@ -212,6 +215,16 @@ func (rc *ruleCompiler) selector() (*selector, error) {
 			return nil, fmt.Errorf("unsupported selector th %s", f)
 		}
 		return &selector{load: payload(expr.PayloadBaseTransportHeader, off, 2), typ: dataTypes["inet_service"], len: 2}, nil
+	case "tcp", "udp", "sctp":
+		off := 0
+		switch f := c.next(); f {
+		case "sport":
+		case "dport":
+			off = 2
+		default:
+			return nil, fmt.Errorf("unsupported selector %s %s", w, f)
+		}
+		return &selector{load: payload(expr.PayloadBaseTransportHeader, off, 2), typ: dataTypes["inet_service"], len: 2, dep: protocols[w]}, nil
 	case "meta":
 		switch f := c.next(); f {
 		case "l4proto":
@@ -287,6 +300,9 @@ func (rc *ruleCompiler) match() error {
 		s, err := rc.selector()
 		if err != nil {
 			return err
+		}
+		if s.dep != 0 {
+			return fmt.Errorf("protocol selectors are only supported in nat map keys")
 		}
 		sels = append(sels, s)
 		if !c.accept(".") {
@@ -627,7 +643,8 @@ func (rc *ruleCompiler) dynset() error {
 }
 
 // nat compiles "dnat [ip|ip6] to addr[:port]" and "dnat ip|ip6 addr . port to numgen
-// random mod N map { … }".
+// random mod N map { … }" or "dnat ip|ip6 addr . port to KEY map @map", KEY being a
+// selector or a concatenation of selectors.
 func (rc *ruleCompiler) nat() error {
 	c := &rc.c
 	n := &expr.NAT{Type: expr.NATTypeDestNAT}
@@ -657,23 +674,58 @@ func (rc *ruleCompiler) nat() error {
 		if err := c.expect("to"); err != nil {
 			return err
 		}
-		s, err := rc.selector()
-		if err != nil {
-			return err
+		// The key: one selector, or a concatenation loaded into consecutive registers
+		// (as nft does).
+		var sels []*selector
+		var dep byte
+		for {
+			s, err := rc.selector()
+			if err != nil {
+				return err
+			}
+			if s.kind != "" || (s.dep != 0 && dep != 0 && s.dep != dep) {
+				return fmt.Errorf("unsupported nat map key")
+			}
+			if s.dep != 0 {
+				dep = s.dep
+			}
+			sels = append(sels, s)
+			if !c.accept(".") {
+				break
+			}
 		}
-		if s.kind != "" {
-			return fmt.Errorf("unsupported nat map key")
+		if dep != 0 {
+			// nft puts the protocol dependency of "tcp dport" first.
+			rc.emit(meta(expr.MetaKeyL4PROTO)(1), &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{dep}})
 		}
-		rc.emit(s.load(1))
+		var key keyType
+		word := 0
+		for _, s := range sels {
+			rc.emit(s.load(reg(word)))
+			word += padded(s.len) / 4
+			key.fields = append(key.fields, s.typ)
+		}
 		if err := c.expect("map"); err != nil {
 			return err
 		}
-		data := keyType{fields: []dataType{addrType, dataTypes["inet_service"]}}
-		a, err := rc.anonMap(keyType{fields: []dataType{s.typ}}, &data)
-		if err != nil {
-			return err
+		if strings.HasPrefix(c.peek(), "@") {
+			// A named map (its key and data types are the map's business).
+			name, err := setRef(c.next())
+			if err != nil {
+				return err
+			}
+			rc.emit(&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: name})
+		} else {
+			if len(key.fields) != 1 {
+				return fmt.Errorf("anonymous nat maps of concatenations are not supported")
+			}
+			data := keyType{fields: []dataType{addrType, dataTypes["inet_service"]}}
+			a, err := rc.anonMap(key, &data)
+			if err != nil {
+				return err
+			}
+			rc.emit(&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: "__map%d", SetID: a.id})
 		}
-		rc.emit(&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: "__map%d", SetID: a.id})
 		n.RegAddrMin = 1
 		n.RegProtoMin = reg(padded(addrType.size) / 4)
 		rc.emit(n)

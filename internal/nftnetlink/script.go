@@ -436,10 +436,15 @@ func (t *translator) setCmd(verb string, isMap bool, c *cursor) error {
 	var size uint64
 	var policy string
 	var comment string
+	var typeofUdata udata
 	automerge := false
 	for _, p := range props {
 		w := texts(p)
 		switch {
+		case len(w) >= 2 && w[0] == "typeof":
+			if info.key, info.data, typeofUdata, err = parseTypeof(w[1:], isMap); err != nil {
+				return err
+			}
 		case len(w) >= 2 && w[0] == "type":
 			typ := w[1:]
 			if isMap {
@@ -501,7 +506,7 @@ func (t *translator) setCmd(verb string, isMap bool, c *cursor) error {
 		}
 	}
 	if len(info.key.fields) == 0 {
-		return fmt.Errorf("set without type (typeof is not supported)")
+		return fmt.Errorf("set without type")
 	}
 	if info.key.isVerdict() {
 		return fmt.Errorf("verdict keys are not supported")
@@ -549,6 +554,12 @@ func (t *translator) setCmd(verb string, isMap bool, c *cursor) error {
 	}
 	if automerge {
 		ud = ud.u32(2, 1)
+	}
+	if typeofUdata != nil {
+		if automerge {
+			return fmt.Errorf("auto-merge with typeof is not supported")
+		}
+		ud = typeofUdata
 	}
 	if comment != "" {
 		ud = ud.str(7, comment)

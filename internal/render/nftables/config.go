@@ -68,6 +68,13 @@ type Config struct {
 	// endpoint with one rule per endpoint rather than with an anonymous map (0 means
 	// DefaultEndpointRulesMax; negative means always use a map, as upstream).
 	EndpointRulesMax int
+	// EndpointMaps selects the endpoint of a Service without session affinity from
+	// shared data maps ("dnat ... to ip daddr . tcp dport . numgen random mod N map
+	// @service-endpoints-tcp-SS", see endpoints.go) instead of one rule per endpoint,
+	// so that replacing an endpoint changes map elements only: no rule, no verdict,
+	// hence no re-validation of the table by the kernel (see doc.go). With it,
+	// EndpointRulesMax only concerns Services with session affinity.
+	EndpointMaps bool
 	// NodeIP is this node's primary IP of this family (may be invalid). When a
 	// Service's loadBalancerSourceRanges contain it, traffic from the LB VIPs
 	// themselves is allowed too, as upstream does.

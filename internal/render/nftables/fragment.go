@@ -46,7 +46,10 @@ type Container struct {
 	Name  string
 	IsMap bool
 	// Type is the nft type expression, e.g. "ipv4_addr . inet_proto . inet_service : verdict".
-	Type    string
+	Type string
+	// TypeOf, instead of Type, gives the types by expressions, e.g. "ip daddr . th
+	// dport" (needed for numgen keys, whose integer type nft cannot name).
+	TypeOf  string
 	Comment string
 	// Timeout, when non-zero, makes the set dynamic with a per-element timeout (used by
 	// session affinity sets, updated from the packet path).
@@ -134,9 +137,9 @@ func (c *Container) addObject() knftables.Object {
 		comment = knftables.PtrTo(c.Comment)
 	}
 	if c.IsMap {
-		return &knftables.Map{Name: c.Name, Type: c.Type, Comment: comment}
+		return &knftables.Map{Name: c.Name, Type: c.Type, TypeOf: c.TypeOf, Comment: comment}
 	}
-	s := &knftables.Set{Name: c.Name, Type: c.Type, Comment: comment}
+	s := &knftables.Set{Name: c.Name, Type: c.Type, TypeOf: c.TypeOf, Comment: comment}
 	if c.Timeout > 0 {
 		// "dynamic" is set explicitly: some kernels add it implicitly to sets
 		// updated from the packet path, and a later "add" without it would then

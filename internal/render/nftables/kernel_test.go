@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,13 +45,22 @@ func runInNetns(t *testing.T, scripts ...string) {
 // private network namespace): the syntax, the object order inside transactions and
 // the deletion of chains right after their last reference must all be accepted.
 func TestKernelAcceptsPlans(t *testing.T) {
-	cfg := testConfig(knftables.IPv4Family)
-	for _, tc := range planCases() {
+	for _, endpointMaps := range []bool{false, true} {
+		cfg := testConfig(knftables.IPv4Family)
+		cfg.EndpointMaps = endpointMaps
+		for _, tc := range planCases() {
+			kernelAcceptsPlan(t, cfg, tc)
+		}
+	}
+}
+
+func kernelAcceptsPlan(t *testing.T, cfg *Config, tc planCase) {
+	{
 		for _, deferDeletes := range []bool{false, true} {
 			if deferDeletes && !tc.deferToo {
 				continue
 			}
-			t.Run(tc.name, func(t *testing.T) {
+			t.Run(fmt.Sprintf("endpointMaps=%v/%s", cfg.EndpointMaps, tc.name), func(t *testing.T) {
 				fake := knftables.NewFake(cfg.Family, TableName)
 				st := renderAll(cfg, tc.before...)
 				full := fake.NewTransaction()

@@ -113,10 +113,28 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 			rewrite = append(rewrite, n)
 		}
 	}
+	// How many fragments declare each container after the update: shared endpoint
+	// maps are added with their first user and deleted with their last.
+	containerUsers := make(map[string]int, len(setOrder))
+	for _, name := range setOrder {
+		containerUsers[name] = s.containers[name]
+	}
+	for _, pr := range pairs {
+		for _, f := range []struct {
+			frag  *Fragment
+			delta int
+		}{{pr.old, -1}, {pr.new, 1}} {
+			if f.frag != nil {
+				for i := range f.frag.Containers {
+					containerUsers[f.frag.Containers[i].Name] += f.delta
+				}
+			}
+		}
+	}
 	for _, name := range setOrder {
 		// An existing set is never re-added: its properties cannot change in place
 		// (affinity set names cover their timeout, so a new timeout is a new set).
-		if o, n := oldSets[name], newSets[name]; n != nil && o == nil {
+		if n := newSets[name]; n != nil && s.containers[name] == 0 {
 			tx.Add(n.addObject())
 		}
 	}
@@ -205,7 +223,7 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 		}
 	}
 	for _, name := range setOrder {
-		if o := oldSets[name]; o != nil && newSets[name] == nil {
+		if o := oldSets[name]; o != nil && containerUsers[name] == 0 {
 			tx.Delete(o.nameObject())
 		}
 	}
@@ -223,9 +241,15 @@ func (s *State) Commit(p *Plan) {
 	// Unindex every old chain before indexing new ones: a chain may change owner.
 	if p.baseSet {
 		s.indexChains(s.base, nil)
+		s.countContainers(s.base, -1)
+		s.countContainers(p.base, 1)
 	}
-	for n := range p.updates {
+	for n, f := range p.updates {
 		s.indexChains(s.services[n], nil)
+		if old := s.services[n]; old != f {
+			s.countContainers(old, -1)
+			s.countContainers(f, 1)
+		}
 	}
 	if p.baseSet {
 		s.base = p.base

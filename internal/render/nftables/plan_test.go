@@ -70,6 +70,8 @@ type planCase struct {
 	// before and after are the desired states; want bounds the delta's operations.
 	before, after []*model.ServicePortView
 	maxOps        int
+	// maxOpsMaps bounds it with Config.EndpointMaps (0: same as maxOps).
+	maxOpsMaps int
 	// deferToo also runs the case with PlanOptions.DeferChainDeletes (cases that
 	// delete chains).
 	deferToo bool
@@ -84,15 +86,18 @@ func planCases() []planCase {
 		{name: "no change", before: base, after: base, maxOps: 0},
 		{name: "add one service", before: base, after: with(func(v []*model.ServicePortView) []*model.ServicePortView {
 			return append(v, scaleView(1001, 3))
-		}), maxOps: 6}, // chain, 3 rules (one per endpoint), cluster-ips and service-ips elements
+		}), maxOps: 6, // chain, 3 rules (one per endpoint), cluster-ips and service-ips elements
+			maxOpsMaps: 8}, // chain, its rule, 3 endpoint-map elements, cluster-ips and service-ips elements (+ the endpoint map if its shard was unused)
 		{name: "change one endpoint", before: base, after: with(func(v []*model.ServicePortView) []*model.ServicePortView {
 			old := v[1]
 			v[1] = view(old.ServicePort, ep("10.200.0.1", 8080, false), old.ClusterEndpoints[1], old.ClusterEndpoints[2])
 			return v
-		}), maxOps: 4}, // flush + 3 rules
+		}), maxOps: 4, // flush + 3 rules
+			maxOpsMaps: 6}, // endpoint-map elements only: the new endpoint sorts last, so 3 slots change (delete + add)
 		{name: "delete a service", before: base, after: with(func(v []*model.ServicePortView) []*model.ServicePortView {
 			return slices.Delete(v, 1, 2)
-		}), maxOps: 4, deferToo: true}, // 2 elements, flush + delete chain
+		}), maxOps: 4, deferToo: true, // 2 elements, flush + delete chain
+			maxOpsMaps: 7}, // cluster-ips, service-ips and 3 endpoint-map elements, flush + delete chain
 		{name: "delete a nodeport lb affinity service", before: base, after: with(func(v []*model.ServicePortView) []*model.ServicePortView {
 			return slices.Delete(v, 0, 1)
 		}), maxOps: 40, deferToo: true},
@@ -106,12 +111,19 @@ func planCases() []planCase {
 			v[50] = view(&sp, v[50].ClusterEndpoints...)
 			return v
 		}), maxOps: 40, deferToo: true},
+		{name: "last users of an endpoint map deleted", before: base, after: with(func(v []*model.ServicePortView) []*model.ServicePortView {
+			// Every Service of service 1's shard goes: the shared endpoint maps of
+			// that shard go with the last one, not before.
+			shard := endpointShard(&v[1].Name)
+			return slices.DeleteFunc(v, func(sv *model.ServicePortView) bool { return endpointShard(&sv.Name) == shard })
+		}), maxOps: 200, deferToo: true},
 		{name: "shared hairpin and clusterIP", before: base, after: with(func(v []*model.ServicePortView) []*model.ServicePortView {
 			// A second port of service 3 sharing its ClusterIP and local endpoint.
 			sp := *v[3].ServicePort
 			sp.Name.Port, sp.Port = "p81", 81
 			return append(v, view(&sp, v[3].ClusterEndpoints...))
-		}), maxOps: 5}, // chain, 3 rules, service-ips element
+		}), maxOps: 5, // chain, 3 rules, service-ips element
+			maxOpsMaps: 6}, // chain, its rule, service-ips element, 3 endpoint-map elements
 	}
 }
 
@@ -137,8 +149,17 @@ func updatesBetween(st *State, want map[model.ServicePortName]*Fragment) map[mod
 }
 
 func TestPlanMatchesFullRender(t *testing.T) {
-	cfg := testConfig(knftables.IPv4Family)
-	for _, tc := range planCases() {
+	for _, endpointMaps := range []bool{false, true} {
+		cfg := testConfig(knftables.IPv4Family)
+		cfg.EndpointMaps = endpointMaps
+		for _, tc := range planCases() {
+			planMatchesFullRender(t, cfg, tc)
+		}
+	}
+}
+
+func planMatchesFullRender(t *testing.T, cfg *Config, tc planCase) {
+	{
 		// The Fake stores elements in a list: a full sync of 1000 Services is slow
 		// there, so render the expected state once per case.
 		want, wantState := programFull(t, cfg, tc.after...)
@@ -147,13 +168,17 @@ func TestPlanMatchesFullRender(t *testing.T) {
 			if deferDeletes && !tc.deferToo {
 				continue
 			}
-			t.Run(fmt.Sprintf("%s/defer=%v", tc.name, deferDeletes), func(t *testing.T) {
+			t.Run(fmt.Sprintf("endpointMaps=%v/%s/defer=%v", cfg.EndpointMaps, tc.name, deferDeletes), func(t *testing.T) {
 				fake, st := programFull(t, cfg, tc.before...)
 				base := RenderBase(cfg)
 				tx := fake.NewTransaction()
 				plan := st.Plan(tx, &base, updatesBetween(st, renderFragments(cfg, tc.after)), PlanOptions{DeferChainDeletes: deferDeletes})
-				if n := tx.NumOperations(); n > tc.maxOps {
-					t.Errorf("delta has %d operations, want at most %d:\n%s", n, tc.maxOps, tx.String())
+				maxOps := tc.maxOps
+				if cfg.EndpointMaps && tc.maxOpsMaps != 0 {
+					maxOps = tc.maxOpsMaps
+				}
+				if n := tx.NumOperations(); n > maxOps {
+					t.Errorf("delta has %d operations, want at most %d:\n%s", n, maxOps, tx.String())
 				}
 				if err := fake.Run(context.Background(), tx); err != nil {
 					t.Fatalf("delta failed: %v\n%s", err, tx.String())

@@ -34,7 +34,25 @@ type renderCase struct {
 	views  func() []*model.ServicePortView
 }
 
+// renderCases are the expected-output cases, each also with Config.EndpointMaps
+// (files "maps-<name>.nft").
 func renderCases() []renderCase {
+	cases := ruleRenderCases()
+	for _, c := range ruleRenderCases() {
+		mutate := c.config
+		c.name = "maps/" + c.name
+		c.config = func(cfg *Config) {
+			if mutate != nil {
+				mutate(cfg)
+			}
+			cfg.EndpointMaps = true
+		}
+		cases = append(cases, c)
+	}
+	return cases
+}
+
+func ruleRenderCases() []renderCase {
 	v4, v6 := knftables.IPv4Family, knftables.IPv6Family
 	nodePort := func() *model.ServicePort {
 		sp := svcPort("ns2", "svc2", "p80", v1.ProtocolTCP, "172.30.0.42", 80)

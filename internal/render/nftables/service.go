@@ -152,11 +152,51 @@ func (r *serviceRenderer) render() {
 		r.externalChain(usesClusterChain, hasExternal, externalPolicyChain)
 	}
 
-	if usesClusterChain {
-		r.policyChain(r.names.clusterPolicy, clusterEps, proto, ipX, affinity)
-	}
-	if usesLocalChain {
-		r.policyChain(r.names.localPolicy, localEps, proto, ipX, affinity)
+	if affinity || !cfg.EndpointMaps {
+		if usesClusterChain {
+			r.policyChain(r.names.clusterPolicy, clusterEps, proto, ipX, affinity)
+		}
+		if usesLocalChain {
+			r.policyChain(r.names.localPolicy, localEps, proto, ipX, affinity)
+		}
+	} else {
+		// The frontends through which each policy chain is reached: the ClusterIP
+		// through the internal policy; external IPs, LB VIPs and the NodePort through
+		// the external chain, which goes to the external policy's chain and
+		// short-circuits pods and the node to the cluster chain.
+		var externalKeys []string
+		nodePort := ""
+		if usesExternalChain {
+			for _, ip := range external {
+				externalKeys = append(externalKeys, ip.String()+" . "+port)
+			}
+			if sp.NodePort != 0 {
+				nodePort = strconv.Itoa(int(sp.NodePort))
+			}
+		}
+		clusterIPKey := clusterIP + " . " + port
+		if usesClusterChain {
+			var fe frontends
+			if !sp.InternalPolicyLocal {
+				fe.addrs = append(fe.addrs, clusterIPKey)
+			}
+			if usesExternalChain {
+				fe.addrs = append(fe.addrs, externalKeys...)
+				fe.nodePort = nodePort
+			}
+			r.endpointMaps(r.names.clusterPolicy, false, proto, fe, clusterEps)
+		}
+		if usesLocalChain {
+			var fe frontends
+			if sp.InternalPolicyLocal {
+				fe.addrs = append(fe.addrs, clusterIPKey)
+			}
+			if usesExternalChain && sp.ExternalPolicyLocal {
+				fe.addrs = append(fe.addrs, externalKeys...)
+				fe.nodePort = nodePort
+			}
+			r.endpointMaps(r.names.localPolicy, true, proto, fe, localEps)
+		}
 	}
 	if affinity {
 		// One chain and set per endpoint the policy chains jump to (derived from
@@ -253,9 +293,10 @@ func (r *serviceRenderer) externalChain(hasClusterChain, hasExternal bool, exter
 // binding walks the table's sets and the transaction), which made a full sync of
 // 10,000 Services take 30 s with one anonymous map each (see doc.go).
 //
-// Without affinity each choice is a DNAT; with affinity each endpoint has a chain
-// recording the client in its affinity set, clients found in a set go back to that
-// endpoint, and the others are spread at random.
+// Without affinity each choice is a DNAT (unless cfg.EndpointMaps, see
+// endpointMaps); with affinity each endpoint has a chain recording the client in its
+// affinity set, clients found in a set go back to that endpoint, and the others are
+// spread at random.
 func (r *serviceRenderer) policyChain(name string, eps []*model.Endpoint, proto, ipX string, affinity bool) {
 	targets := make([]string, len(eps))
 	rules := make([]Rule, 0, 2*len(eps)+1)

@@ -23,6 +23,10 @@ type State struct {
 	// chains indexes the names of the chains of all fragments, to tell whether a
 	// chain left stale by PlanOptions.DeferChainDeletes came back into use.
 	chains map[string]struct{}
+	// containers counts the fragments declaring each set or map: the shared
+	// endpoint maps are declared by every ServicePort using them, and exist while
+	// one does.
+	containers map[string]int
 }
 
 // claim is one fragment's claim on an element. The kernel holds the value of the
@@ -34,17 +38,35 @@ type claim struct {
 // NewState builds the State describing exactly base plus services, as WriteFull
 // programs it. The maps and fragments are kept, not copied: do not mutate them.
 func NewState(base *Fragment, services map[model.ServicePortName]*Fragment) *State {
-	s := &State{base: base, services: services, claims: make(map[elementID][]claim), chains: make(map[string]struct{})}
+	s := &State{base: base, services: services, claims: make(map[elementID][]claim), chains: make(map[string]struct{}),
+		containers: make(map[string]int)}
 	if s.services == nil {
 		s.services = make(map[model.ServicePortName]*Fragment)
 	}
 	s.addClaims(base)
 	s.indexChains(nil, base)
+	s.countContainers(base, 1)
 	for _, name := range s.sortedNames() {
 		s.addClaims(s.services[name])
 		s.indexChains(nil, s.services[name])
+		s.countContainers(s.services[name], 1)
 	}
 	return s
+}
+
+// countContainers adds delta to the count of every container f declares.
+func (s *State) countContainers(f *Fragment, delta int) {
+	if f == nil {
+		return
+	}
+	for i := range f.Containers {
+		n := s.containers[f.Containers[i].Name] + delta
+		if n == 0 {
+			delete(s.containers, f.Containers[i].Name)
+		} else {
+			s.containers[f.Containers[i].Name] = n
+		}
+	}
 }
 
 // indexChains replaces old's chains by new's in the chain index.
@@ -123,13 +145,18 @@ func WriteFull(tx *knftables.Transaction, s *State) {
 	for _, n := range s.sortedNames() {
 		frags = append(frags, s.services[n])
 	}
-	// Objects first, then the rules and elements that reference them.
+	// Objects first, then the rules and elements that reference them. Shared
+	// containers are declared by several fragments and added once.
+	added := make(map[string]bool)
 	for _, f := range frags {
 		for i := range f.Chains {
 			tx.Add(f.Chains[i].object())
 		}
 		for i := range f.Containers {
-			tx.Add(f.Containers[i].addObject())
+			if c := &f.Containers[i]; !added[c.Name] {
+				added[c.Name] = true
+				tx.Add(c.addObject())
+			}
 		}
 	}
 	for _, f := range frags {

@@ -1,0 +1,90 @@
+package nftables
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strconv"
+
+	"github.com/kproxy/kproxy/internal/model"
+)
+
+// Endpoint selection without session affinity goes through shared data maps, so that
+// replacing an endpoint changes map elements only (see doc.go, "Choices for scale"):
+//
+//	dnat ip addr . port to ip daddr . tcp dport . numgen random mod N map @service-endpoints-tcp-SS
+//	dnat ip addr . port to tcp dport . numgen random mod N map @service-nodeport-endpoints-tcp-SS
+//
+// Each policy chain holds these one or two rules; the maps hold, for every frontend
+// that can reach the chain (ClusterIP, external IP or LB VIP . port; for the second
+// map the NodePort) and every slot 0..N-1, the endpoint address and port. A lookup
+// that finds nothing ends the rule, so NodePort traffic (whose destination is a node
+// address) falls through to the second rule. "tcp dport" makes nft match the
+// protocol first, as "meta l4proto tcp" did in rules per endpoint; the maps are per
+// protocol because nft 1.0.6 cannot add a rule using an existing map whose typeof
+// has "th dport" in its data.
+//
+// The kernel looks sets up by name in a list, validates every element added to a map
+// against every rule bound to it, and walks a map's elements for every rule that
+// binds it: one map per ServicePort makes a full sync quadratic in the number of
+// sets, one map for all quadratic in the number of rules. ServicePorts are therefore
+// spread over endpointMapShards maps per kind and protocol by a hash of their name;
+// a map exists while a ServicePort uses it.
+const endpointMapShards = 256
+
+// Kinds of endpoint maps: Cluster or Local policy endpoints, keyed by destination
+// address and port or (NodePorts) by port only. Names end in "<protocol>-<shard>".
+const (
+	prefixClusterEndpoints         = "service-endpoints-"
+	prefixLocalEndpoints           = "local-endpoints-"
+	prefixClusterNodePortEndpoints = "service-nodeport-endpoints-"
+	prefixLocalNodePortEndpoints   = "local-nodeport-endpoints-"
+)
+
+// endpointShard is the shard of a ServicePort's endpoint maps, as two hex digits.
+func endpointShard(name *model.ServicePortName) string {
+	sum := sha256.Sum256([]byte(name.String()))
+	return fmt.Sprintf("%02x", int(sum[0])%endpointMapShards)
+}
+
+// frontends are the keys through which packets reach one policy chain: "addr .
+// port" of the ClusterIP, external IPs and LB VIPs, and the NodePort.
+type frontends struct {
+	addrs    []string
+	nodePort string
+}
+
+// endpointMaps renders the endpoint selection of a policy chain without session
+// affinity: its rules, its maps and their elements.
+func (r *serviceRenderer) endpointMaps(chain string, local bool, proto string, fe frontends, eps []*model.Endpoint) {
+	ipX := r.cfg.ipX()
+	suffix := proto + "-" + endpointShard(&r.sp.Name)
+	addrMap, portMap := prefixClusterEndpoints+suffix, prefixClusterNodePortEndpoints+suffix
+	if local {
+		addrMap, portMap = prefixLocalEndpoints+suffix, prefixLocalNodePortEndpoints+suffix
+	}
+	n := strconv.Itoa(len(eps))
+	dport := proto + " dport"
+	value := ipX + " daddr . " + dport
+	var rules []Rule
+	if len(fe.addrs) > 0 || fe.nodePort == "" {
+		r.f.Containers = append(r.f.Containers, Container{Name: addrMap, IsMap: true,
+			TypeOf: ipX + " daddr . " + dport + " . numgen random mod 1 : " + value})
+		rules = append(rules, Rule{Text: "dnat " + ipX + " addr . port to " + ipX + " daddr . " + dport + " . numgen random mod " + n + " map @" + addrMap})
+	}
+	if fe.nodePort != "" {
+		r.f.Containers = append(r.f.Containers, Container{Name: portMap, IsMap: true,
+			TypeOf: dport + " . numgen random mod 1 : " + value})
+		rules = append(rules, Rule{Text: "dnat " + ipX + " addr . port to " + dport + " . numgen random mod " + n + " map @" + portMap})
+	}
+	for i, ep := range eps {
+		slot := " . " + strconv.Itoa(i)
+		target := ep.IP.String() + " . " + strconv.Itoa(int(ep.Port))
+		for _, key := range fe.addrs {
+			r.element(addrMap, key+slot, target, false)
+		}
+		if fe.nodePort != "" {
+			r.element(portMap, fe.nodePort+slot, target, false)
+		}
+	}
+	r.chain(chain, rules...)
+}
