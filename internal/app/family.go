@@ -83,6 +83,9 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		MasqueradeBit:     p.cfg.MasqueradeBit,
 		MasqueradeAll:     p.cfg.MasqueradeAll,
 		NodeIP:            p.nodeIP,
+		// Endpoints in shared maps: replacing an endpoint changes map elements only,
+		// which the kernel applies without re-validating the table (docs/nftables.md).
+		EndpointMaps: true,
 	}
 
 	var healthAddrs []netip.Addr

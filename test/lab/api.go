@@ -42,6 +42,21 @@ func (l *Lab) CreateService(ctx context.Context, svc *v1.Service) (*v1.Service, 
 	return out, nil
 }
 
+// DeleteService deletes svc and its EndpointSlices: the lab runs no garbage
+// collector, so the slices would outlive the Service otherwise.
+func (l *Lab) DeleteService(ctx context.Context, svc *v1.Service) error {
+	err := l.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	err = l.Client.DiscoveryV1().EndpointSlices(svc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
+	if err != nil {
+		return fmt.Errorf("delete endpoint slices of %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
 // SetEndpoints makes svc's EndpointSlices hold exactly endpoints, as the EndpointSlice
 // controller would: slices are created or updated in place (trigger time now) and
 // slices no longer needed are deleted. svc must be the stored Service (with its UID).

@@ -10,12 +10,16 @@ import (
 )
 
 // Sysctls written inside every lab namespace (never in the root namespace): no ICMP
-// rate limit (a burst of REJECTs must not look like timeouts), no IPv6 DAD (addresses
+// rate limit, neither per destination nor the namespace-wide budget shared by IPv4
+// and IPv6 (1000/s with a burst of 50 by default: a burst of REJECTs must not look
+// like timeouts), no IPv6 DAD (addresses
 // usable at once; set before links exist so new interfaces inherit it), no reverse-path
 // filter (inherited host settings must not drop routed test traffic).
 var commonSysctls = []string{
 	"net.ipv4.icmp_ratelimit=0",
 	"net.ipv6.icmp.ratelimit=0",
+	"net.ipv4.icmp_msgs_per_sec=1000000",
+	"net.ipv4.icmp_msgs_burst=100000",
 	"net.ipv6.conf.all.accept_dad=0",
 	"net.ipv6.conf.default.accept_dad=0",
 	"net.ipv4.conf.all.rp_filter=0",

@@ -134,6 +134,8 @@ func testRenderConfig() render.Config {
 		MasqueradeBit:     14,
 		ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")},
 		NodeIP:            netip.MustParseAddr(testNodeIP),
+		// The daemon's layout (internal/app): endpoints in shared maps.
+		EndpointMaps: true,
 	}
 }
 

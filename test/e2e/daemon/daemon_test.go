@@ -10,7 +10,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -109,12 +108,11 @@ func createWebService(ctx context.Context, t *testing.T, l *lab.Lab, name string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// There is no garbage collector in the lab: delete the slices too.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = l.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{})
-		_ = l.Client.DiscoveryV1().EndpointSlices(svc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
+		if err := l.DeleteService(ctx, svc); err != nil {
+			t.Log(err)
+		}
 	})
 	eps := lab.PodEndpoints(l.Pods...)
 	if _, err := l.SetEndpoints(ctx, svc, eps, nil); err != nil {

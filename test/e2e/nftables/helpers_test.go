@@ -13,7 +13,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -84,12 +83,8 @@ func createService(ctx context.Context, t *testing.T, l *lab.Lab, name string, m
 func deleteService(t *testing.T, l *lab.Lab, svc *v1.Service) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := l.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
-		t.Logf("deleting service %s: %v", svc.Name, err)
-	}
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name}).String()
-	if err := l.Client.DiscoveryV1().EndpointSlices(svc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil {
-		t.Logf("deleting slices of %s: %v", svc.Name, err)
+	if err := l.DeleteService(ctx, svc); err != nil {
+		t.Log(err)
 	}
 }
 

@@ -60,6 +60,11 @@ func TestServiceAndEndpointSliceSeenByInformer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := l.DeleteService(context.Background(), svc); err != nil {
+			t.Log(err)
+		}
+	})
 	if len(svc.Spec.ClusterIPs) != 2 {
 		t.Fatalf("want dual-stack cluster IPs, got %v", svc.Spec.ClusterIPs)
 	}
