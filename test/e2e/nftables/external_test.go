@@ -209,3 +209,47 @@ func waitHealthCheck(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *
 		t.Error(err)
 	}
 }
+
+// TestNodePortAddresses: nodePortAddresses chooses the node addresses that serve
+// NodePorts: "all" serves every local address, CIDRs only the addresses inside them.
+func TestNodePortAddresses(t *testing.T) {
+	l := sharedProxy(t).Lab
+	ctx := testCtx(t, 150*time.Second)
+	svc := createService(ctx, t, l, "np-addrs", func(s *v1.Service) {
+		s.Spec.Type = v1.ServiceTypeNodePort
+		s.Spec.Ports = []v1.ServicePort{svcPort("tcp", v1.ProtocolTCP, 80, 80), svcPort("udp", v1.ProtocolUDP, 80, 80)}
+	}, lab.PodEndpoints(l.Node2.Pods...), nil)
+	cases := []struct {
+		name    string
+		extra   string
+		nodeNet bool // NodePorts on node1's node-network address (its InternalIP)
+		extLink bool // NodePorts on node1's external-link address
+	}{
+		{"all", "nodePortAddresses:\n- all\n", true, true},
+		{"cidrs", fmt.Sprintf("nodePortAddresses:\n- %s\n- %s\n", lab.ExternalNetwork.V4, lab.ExternalNetwork.V6), false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := defaultOptions()
+			o.ExtraConfig = c.extra
+			withProxy(t, o, func(p *proxytest.Proxy) {
+				forEachFamily(t, func(t *testing.T, fam v1.IPFamily) {
+					for _, proto := range tcpUDP {
+						np := nodePort(t, svc, strings.ToLower(string(proto)))
+						for _, a := range []struct {
+							addr  netip.Addr
+							serve bool
+						}{{l.Node1.IPs.Get(fam), c.nodeNet}, {l.Plan.Node1ExtIPs.Get(fam), c.extLink}} {
+							to := netip.AddrPortFrom(a.addr, np)
+							if a.serve {
+								waitAnswered(ctx, t, p, l.Ext, proto, to, nil)
+							} else if res := l.Ext.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: dropTimeout}); res.Outcome == lab.Answered {
+								t.Errorf("%s: answered by %s, want no NodePort there\n%s", flow(l.Ext, proto, to), res.Reply.Pod, dumpRules(p))
+							}
+						}
+					}
+				})
+			})
+		})
+	}
+}

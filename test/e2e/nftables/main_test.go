@@ -81,6 +81,11 @@ func startHealthy(l *lab.Lab, o proxytest.Options) (*proxytest.Proxy, error) {
 		_ = p.Process.Stop(3 * time.Second)
 		return nil, err
 	}
+	// The previous proxy's rules stay in the kernel until this one's first sync.
+	if err := p.WaitSynced(ctx, proxyStartTimeout); err != nil {
+		_ = p.Process.Stop(3 * time.Second)
+		return nil, err
+	}
 	return p, nil
 }
 

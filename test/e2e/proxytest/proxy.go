@@ -177,3 +177,28 @@ func (p *Proxy) WaitHealthy(ctx context.Context, timeout time.Duration) error {
 		return nil
 	})
 }
+
+// WaitSynced waits until the proxy has written its rules for every family at least
+// once (its kubeproxy_sync_proxy_rules_last_timestamp_seconds series exist). /healthz
+// is 200 before the first sync, as upstream's, so a test that must not see the rules
+// of a previous proxy waits for this.
+func (p *Proxy) WaitSynced(ctx context.Context, timeout time.Duration, families ...string) error {
+	if len(families) == 0 {
+		families = []string{"IPv4", "IPv6"}
+	}
+	return p.WaitFor(ctx, "the first sync of "+strings.Join(families, " and "), timeout, func(ctx context.Context) error {
+		code, body, err := p.Get(ctx, MetricsURL)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("GET /metrics: %d", code)
+		}
+		for _, f := range families {
+			if !strings.Contains(body, `kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="`+f+`"}`) {
+				return fmt.Errorf("no sync of %s yet", f)
+			}
+		}
+		return nil
+	})
+}
