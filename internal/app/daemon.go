@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
-	"github.com/kproxy/kproxy/internal/cleanup"
 	"github.com/kproxy/kproxy/internal/config"
 	"github.com/kproxy/kproxy/internal/health"
 	"github.com/kproxy/kproxy/internal/metrics"
@@ -38,6 +37,10 @@ type daemon struct {
 	handlers      *familyHandlers
 	runner        *syncer.Runner
 	closers       []func()
+	// cleanedUp is closed once other modes' leftovers have been removed.
+	cleanedUp <-chan struct{}
+	// fullSyncGC lowers the GC target during full syncs (process-wide, so owned here).
+	fullSyncGC gcScope
 }
 
 // metricsRegistry is the registry served at /metrics.
@@ -113,11 +116,9 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	if cfg.ModeDefaulted {
 		logger.Info("No kube-proxy mode specified: using nftables, kproxy's default")
 	}
-	// Remove what other modes left, as upstream's platformCleanup: never our own mode's.
-	if err := cleanup.ForMode(ctx, cfg.Mode, cleanup.Deps{}); err != nil {
-		logger.Error(err, "Failed to remove the rules of other proxy modes")
-		m.Family(primary).IncNFTablesCleanupFailures()
-	}
+	// Remove what other modes left, as upstream's platformCleanup, concurrently with
+	// the rest of startup; run waits for it before the first sync.
+	d.cleanedUp = startOtherModesCleanup(ctx, cfg.Mode, m, primary)
 
 	families := []v1.IPFamily{primary}
 	if dualStack {
@@ -134,16 +135,17 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	for _, family := range families {
 		state := model.NewState(family, d.nodeName)
 		fp, err := newFamilyProxier(ctx, familyParams{
-			cfg:           cfg,
-			family:        family,
-			nodeName:      d.nodeName,
-			nodeIP:        nodeIPs[family],
-			podCIDRs:      podCIDRs,
-			nodePortAddrs: nodePortAddrs,
-			state:         state,
-			metrics:       m.Family(family),
-			health:        d.healthServer,
-			recorder:      d.recorder,
+			cfg:              cfg,
+			family:           family,
+			nodeName:         d.nodeName,
+			nodeIP:           nodeIPs[family],
+			podCIDRs:         podCIDRs,
+			nodePortAddrs:    nodePortAddrs,
+			state:            state,
+			metrics:          m.Family(family),
+			health:           d.healthServer,
+			recorder:         d.recorder,
+			largeTransaction: d.fullSyncGC.enter,
 		})
 		if err != nil {
 			return nil, err
@@ -153,6 +155,7 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 		d.closers = append(d.closers, fp.close)
 	}
 	if cfg.InitOnly {
+		<-d.cleanedUp
 		logger.Info("System initialized and --init-only specified")
 		return nil, errInitOnly
 	}

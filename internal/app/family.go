@@ -38,6 +38,8 @@ type familyParams struct {
 	metrics       *metrics.FamilyMetrics
 	health        *health.ProxyHealthServer
 	recorder      events.EventRecorder
+	// largeTransaction bounds the memory of full syncs (the daemon's GC scope).
+	largeTransaction func(ops int) (done func())
 }
 
 // builtFamily is one family's proxier as the daemon drives it.
@@ -62,7 +64,7 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 	if p.family == v1.IPv6Protocol {
 		nftFamily = knftables.IPv6Family
 	}
-	nft, writer, err := nftablesWriter(nftFamily)
+	nft, writer, err := nftablesWriter(nftFamily, p.largeTransaction)
 	if err != nil {
 		return nil, err
 	}
@@ -128,14 +130,15 @@ const WriterEnv = "KPROXY_NFTABLES_WRITER"
 // nftablesWriter returns the knftables.Interface that writes the kube-proxy table of
 // family. The nft command is required either way: knftables checks it is usable
 // (1.0.1 or later), and it serves listings.
-func nftablesWriter(family knftables.Family) (knftables.Interface, string, error) {
+// largeTx is called around large (full-sync) transactions of the netlink writer.
+func nftablesWriter(family knftables.Family, largeTx func(int) func()) (knftables.Interface, string, error) {
 	nft, err := knftables.New(family, render.TableName)
 	if err != nil {
 		return nil, "", fmt.Errorf("nftables mode needs the nft command (1.0.1 or later): %w", err)
 	}
 	switch writer := os.Getenv(WriterEnv); writer {
 	case "", "netlink":
-		ex, err := nftnetlink.New(family, render.TableName, nftnetlink.Options{Lister: nft})
+		ex, err := nftnetlink.New(family, render.TableName, nftnetlink.Options{Lister: nft, LargeTransaction: largeTx})
 		return ex, "netlink", err
 	case "nft":
 		return nft, writer, nil

@@ -118,6 +118,13 @@ func (d *daemon) run(ctx context.Context) error {
 			return nil
 		case <-started:
 		}
+		// No rule is written before other modes' leftovers are gone (upstream
+		// removes them before it creates its proxier).
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.cleanedUp:
+		}
 		logger.Info("Services and EndpointSlices synced; starting the sync loop")
 		d.runner.Run()
 		return d.runner.Loop(ctx)

@@ -21,7 +21,17 @@ type Options struct {
 	// Lister serves the List* methods of knftables.Interface (typically the
 	// knftables.New interface for the same family and table); nil makes them fail.
 	Lister knftables.Interface
+	// LargeTransaction, when set, is called before running a transaction of more
+	// than LargeTransactionOps operations, and the function it returns after; the
+	// process may use it to bound the transient memory of a full sync (the caller
+	// owns process-wide knobs such as the GC target, not this package).
+	LargeTransaction func(ops int) (done func())
 }
+
+// LargeTransactionOps is the size (operations) from which Options.LargeTransaction
+// is called: a full sync of 10,000 Services is ~158,000 operations, ~17 MB of text
+// and ~46 MB of netlink; deltas are far smaller.
+const LargeTransactionOps = 20000
 
 // Executor runs knftables transactions of one table over netlink. It is safe for
 // concurrent use; each Run uses its own socket.
@@ -71,6 +81,9 @@ func (e *Executor) Check(ctx context.Context, tx *knftables.Transaction) error {
 }
 
 func (e *Executor) run(ctx context.Context, tx *knftables.Transaction, commit bool) error {
+	if n := tx.NumOperations(); n > LargeTransactionOps && e.opts.LargeTransaction != nil {
+		defer e.opts.LargeTransaction(n)()
+	}
 	text := tx.String()
 	if i := strings.Index(text, "# ERROR: "); i >= 0 {
 		return fmt.Errorf("nftnetlink: transaction error: %s", strings.TrimSpace(text[i+len("# ERROR: "):]))

@@ -37,6 +37,8 @@ type translator struct {
 	nextSetID uint32
 	// pending coalesces consecutive element commands on one set into one message.
 	pending *pendingElems
+	// toks is the token buffer of the line being translated, reused line after line.
+	toks []token
 }
 
 type pendingElems struct {
@@ -49,10 +51,11 @@ func (t *translator) newID() uint32 { t.nextSetID++; return t.nextSetID }
 
 // command translates one line of tx.String().
 func (t *translator) command(line string) error {
-	toks, err := tokenize(line)
+	toks, err := appendTokens(t.toks[:0], line)
 	if err != nil {
 		return err
 	}
+	t.toks = toks
 	c := &cursor{toks: toks}
 	verb := c.next()
 	kind := c.next()

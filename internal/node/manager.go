@@ -113,7 +113,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	m.factory.Start(ctx.Done())
 	lister := m.informer.Lister()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, m.informer.Informer().HasSynced) {
+	// The informer's DoneChecker closes a channel once the Node is listed: no
+	// 100 ms poll (WaitForCacheSync) on the way to the first sync.
+	logger.Info("Waiting for caches to sync", "controller", "node manager")
+	if !cache.WaitFor(ctx, "", m.informer.Informer().HasSyncedChecker()) {
 		return fmt.Errorf("can not sync node informer: %w", context.Cause(ctx))
 	}
 

@@ -65,7 +65,7 @@ func updateNode(t *testing.T, client *fake.Clientset, mutate func(*v1.Node)) {
 func TestManagerNodeIPsChange(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client := fake.NewClientset(testNode(nil, internal("10.0.0.1"), internal("fd00::1")))
+	client, waitWatch := watchedClientset(testNode(nil, internal("10.0.0.1"), internal("fd00::1")))
 	m := NewManager(client, fastConfig(false))
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -80,6 +80,7 @@ func TestManagerNodeIPsChange(t *testing.T) {
 
 	// Changes that do not matter (a label; podCIDRs when not watched) are ignored;
 	// the IP change behind them is reported.
+	waitWatch(t)
 	updateNode(t, client, func(n *v1.Node) { n.Labels = map[string]string{v1.LabelTopologyZone: "a"} })
 	updateNode(t, client, func(n *v1.Node) { n.Spec.PodCIDRs = []string{"10.244.0.0/24"} })
 	updateNode(t, client, func(n *v1.Node) { n.Status.Addresses = []v1.NodeAddress{internal("10.0.0.2"), internal("fd00::1")} })
@@ -169,7 +170,7 @@ func TestManagerPodCIDRs(t *testing.T) {
 	})
 	t.Run("podCIDRs change means restart", func(t *testing.T) {
 		ctx := t.Context()
-		client := fake.NewClientset(testNode([]string{"10.244.0.0/24"}, internal("10.0.0.1")))
+		client, waitWatch := watchedClientset(testNode([]string{"10.244.0.0/24"}, internal("10.0.0.1")))
 		m := NewManager(client, fastConfig(true))
 		if err := m.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -178,6 +179,7 @@ func TestManagerPodCIDRs(t *testing.T) {
 			t.Fatalf("PodCIDRs = %v", got)
 		}
 		result := runManager(t, ctx, m)
+		waitWatch(t)
 		updateNode(t, client, func(n *v1.Node) { n.Spec.PodCIDRs = []string{"10.244.0.0/24", "fd00:10:244::/64"} })
 		if err := result(); !errors.Is(err, ErrPodCIDRsChanged) {
 			t.Fatalf("Run = %v, want ErrPodCIDRsChanged", err)
@@ -187,12 +189,13 @@ func TestManagerPodCIDRs(t *testing.T) {
 
 func TestManagerNodeDeleted(t *testing.T) {
 	ctx := t.Context()
-	client := fake.NewClientset(testNode(nil, internal("10.0.0.1")))
+	client, waitWatch := watchedClientset(testNode(nil, internal("10.0.0.1")))
 	m := NewManager(client, fastConfig(false))
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	result := runManager(t, ctx, m)
+	waitWatch(t)
 	if err := client.CoreV1().Nodes().Delete(ctx, "node1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

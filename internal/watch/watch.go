@@ -136,11 +136,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 
 	// waits are run after the informers start; each calls its kind's synced hook.
 	var waits []func(context.Context) error
-	addWait := func(name string, hasSynced cache.InformerSynced, onSynced func()) {
+	// The registrations' DoneCheckers close a channel when the initial list has been
+	// delivered: waiting on it reacts at once, where WaitForCacheSync polls every
+	// 100 ms (a delay straight onto the first sync).
+	addWait := func(name string, synced cache.DoneChecker, onSynced func()) {
 		waits = append(waits, func(ctx context.Context) error {
-			if !cache.WaitForNamedCacheSyncWithContext(ctx, hasSynced) {
+			logger.Info("Waiting for caches to sync", "controller", name)
+			if !cache.WaitFor(ctx, "", synced) {
 				return fmt.Errorf("waiting for %s caches to sync: %w", name, context.Cause(ctx))
 			}
+			logger.Info("Caches are synced", "controller", name)
 			onSynced()
 			return nil
 		})
@@ -153,7 +158,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			return fmt.Errorf("registering service handlers: %w", err)
 		}
 		logger.Info("Starting service config controller")
-		addWait("service config", reg.HasSynced, func() {
+		addWait("service config", reg.HasSyncedChecker(), func() {
 			for _, h := range w.serviceHandlers {
 				logger.V(3).Info("Calling handler.OnServiceSynced()")
 				h.OnServiceSynced()
@@ -168,7 +173,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			return fmt.Errorf("registering endpoint slice handlers: %w", err)
 		}
 		logger.Info("Starting endpoint slice config controller")
-		addWait("endpoint slice config", reg.HasSynced, func() {
+		addWait("endpoint slice config", reg.HasSyncedChecker(), func() {
 			for _, h := range w.endpointSliceHandler {
 				logger.V(3).Info("Calling handler.OnEndpointSlicesSynced()")
 				h.OnEndpointSlicesSynced()
@@ -188,7 +193,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			return fmt.Errorf("registering service CIDR handlers: %w", err)
 		}
 		logger.Info("Starting serviceCIDR config controller")
-		addWait("serviceCIDR config", reg.HasSynced, cidrs.notify)
+		addWait("serviceCIDR config", reg.HasSyncedChecker(), cidrs.notify)
 	}
 
 	if len(w.nodeHandlers) > 0 || len(w.topologyHandlers) > 0 {
@@ -203,7 +208,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 				return fmt.Errorf("registering node handlers: %w", err)
 			}
 			logger.Info("Starting node config controller")
-			addWait("node config", reg.HasSynced, func() {
+			addWait("node config", reg.HasSyncedChecker(), func() {
 				for _, h := range w.nodeHandlers {
 					logger.V(3).Info("Calling handler.OnNodeSynced()")
 					h.OnNodeSynced()
@@ -212,12 +217,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}
 		if len(w.topologyHandlers) > 0 {
 			topo := &topology{handlers: w.topologyHandlers, logger: logger}
-			if _, err := informer.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+			reg, err := informer.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 				AddFunc:    topo.onNode,
 				UpdateFunc: func(_, obj any) { topo.onNode(obj) },
-			}, w.resync); err != nil {
+			}, w.resync)
+			if err != nil {
 				return fmt.Errorf("registering node topology handlers: %w", err)
 			}
+			// Synced also means the Node's topology labels were delivered, so the
+			// first sync sees them (the 100 ms poll used to hide this race).
+			addWait("node topology", reg.HasSyncedChecker(), func() {})
 		}
 	}
 
