@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	watchapi "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -117,8 +118,63 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// trackWatches makes a fake clientset report which resources have a watch: unlike an
+// API server, the fake does not replay changes made before a watch exists, and Run
+// signals Synced as soon as the lists are in, possibly before the watches start. It
+// returns a function that waits until every resource the watcher informs on is
+// watched.
+func trackWatches(t *testing.T, w *Watcher) (waitWatched func()) {
+	fc, ok := w.client.(*fake.Clientset)
+	if !ok {
+		return func() {}
+	}
+	var mu sync.Mutex
+	watched := map[string]bool{}
+	fc.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watchapi.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := action.(k8stesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		wi, err := fc.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts)
+		if err != nil {
+			return false, nil, err
+		}
+		mu.Lock()
+		watched[action.GetResource().Resource] = true
+		mu.Unlock()
+		return true, wi, nil
+	})
+	return func() {
+		t.Helper()
+		var want []string
+		if len(w.serviceHandlers) > 0 {
+			want = append(want, "services")
+		}
+		if len(w.endpointSliceHandler) > 0 {
+			want = append(want, "endpointslices")
+		}
+		if len(w.serviceCIDRHandlers) > 0 {
+			want = append(want, "servicecidrs")
+		}
+		if w.sharedNodeInformer == nil && (len(w.nodeHandlers) > 0 || len(w.topologyHandlers) > 0) {
+			want = append(want, "nodes")
+		}
+		eventually(t, fmt.Sprintf("watches of %v", want), func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range want {
+				if !watched[r] {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
+
 func startWatcher(t *testing.T, w *Watcher) (stop func()) {
 	t.Helper()
+	waitWatched := trackWatches(t, w)
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -129,6 +185,7 @@ func startWatcher(t *testing.T, w *Watcher) (stop func()) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("timed out waiting for sync")
 	}
+	waitWatched()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
