@@ -37,8 +37,9 @@ type daemon struct {
 	handlers      *familyHandlers
 	runner        *syncer.Runner
 	closers       []func()
-	// cleanedUp is closed once other modes' leftovers have been removed.
-	cleanedUp <-chan struct{}
+	// cleanupOtherModes removes other modes' leftovers; run starts it with the
+	// informers and waits for it before the first sync.
+	cleanupOtherModes func(ctx context.Context)
 	// fullSyncGC lowers the GC target during full syncs (process-wide, so owned here).
 	fullSyncGC gcScope
 }
@@ -116,9 +117,7 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	if cfg.ModeDefaulted {
 		logger.Info("No kube-proxy mode specified: using nftables, kproxy's default")
 	}
-	// Remove what other modes left, as upstream's platformCleanup, concurrently with
-	// the rest of startup; run waits for it before the first sync.
-	d.cleanedUp = startOtherModesCleanup(ctx, cfg.Mode, m, primary)
+	d.cleanupOtherModes = func(ctx context.Context) { cleanupOtherModes(ctx, cfg.Mode, m, primary) }
 
 	families := []v1.IPFamily{primary}
 	if dualStack {
@@ -155,7 +154,7 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 		d.closers = append(d.closers, fp.close)
 	}
 	if cfg.InitOnly {
-		<-d.cleanedUp
+		d.cleanupOtherModes(ctx)
 		logger.Info("System initialized and --init-only specified")
 		return nil, errInitOnly
 	}

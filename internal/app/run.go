@@ -112,6 +112,12 @@ func (d *daemon) run(ctx context.Context) error {
 	started := make(chan struct{})
 	d.handlers.onSynced = func() { close(started) }
 	g.Go(func() error { return d.watcher.Run(ctx) })
+	cleanedUp := make(chan struct{})
+	g.Go(func() error {
+		defer close(cleanedUp)
+		d.cleanupOtherModes(ctx)
+		return nil
+	})
 	g.Go(func() error {
 		select {
 		case <-ctx.Done():
@@ -123,7 +129,7 @@ func (d *daemon) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-d.cleanedUp:
+		case <-cleanedUp:
 		}
 		logger.Info("Services and EndpointSlices synced; starting the sync loop")
 		d.runner.Run()
