@@ -132,19 +132,9 @@ func (rc *ruleCompiler) statement() error {
 	case "masquerade":
 		c.next()
 		m := &expr.Masq{}
-		for {
-			switch {
-			case c.accept("random"):
-				m.Random = true
-			case c.accept("fully-random"):
-				m.FullyRandom = true
-			case c.accept("persistent"):
-				m.Persistent = true
-			default:
-				rc.emit(m)
-				return nil
-			}
-		}
+		m.Random, m.FullyRandom, m.Persistent = natFlags(c)
+		rc.emit(m)
+		return nil
 	case "dnat", "snat":
 		return rc.nat()
 	case "update", "add":
@@ -768,17 +758,23 @@ func (rc *ruleCompiler) nat() error {
 		n.RegProtoMin = 2
 		n.Specified = true
 	}
+	n.Random, n.FullyRandom, n.Persistent = natFlags(c)
+	rc.emit(n)
+	return nil
+}
+
+// natFlags reads the flags nft accepts after masquerade, dnat and snat.
+func natFlags(c *cursor) (random, fullyRandom, persistent bool) {
 	for {
 		switch {
 		case c.accept("random"):
-			n.Random = true
+			random = true
 		case c.accept("fully-random"):
-			n.FullyRandom = true
+			fullyRandom = true
 		case c.accept("persistent"):
-			n.Persistent = true
+			persistent = true
 		default:
-			rc.emit(n)
-			return nil
+			return random, fullyRandom, persistent
 		}
 	}
 }
