@@ -30,6 +30,8 @@ test: setup vet
 	KPROXY_E2E_REQUIRED=1 go test $(GO_TEST_FLAGS) ./...
 	@echo "the nftables suite again, with the nft command as the writer (the fallback)"
 	KPROXY_E2E_REQUIRED=1 KPROXY_NFTABLES_WRITER=nft go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
+	@echo "the same suite in iptables mode"
+	KPROXY_E2E_REQUIRED=1 KPROXY_E2E_MODE=iptables go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
 
 ## bench: set up, then compare kproxy with upstream kube-proxy in the lab (not part of test; BENCH_FLAGS=--with-30k ...).
 bench: setup

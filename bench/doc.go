@@ -1,16 +1,19 @@
 // Package bench is the performance harness behind `make bench`: it runs kproxy and
 // upstream kube-proxy (v1.37.2) one after the other in the same lab node namespace,
-// against the same API server and the same objects, and compares them by ratio within
-// one run.
+// against the same API server and the same objects, in each proxy mode (nftables and
+// iptables, both proxies in the same mode), and compares them by ratio within one run.
 //
 // Contract:
 //   - Objects are loaded once per size (incrementally: 1, then 1,000, then 10,000
-//     Services ...) and reused by both proxies; loading is never measured.
+//     Services ...) and reused by both proxies and every mode; loading is never
+//     measured.
 //   - Each proxy run starts from an empty dataplane: after a proxy stops, the harness
-//     deletes the "kube-proxy" nftables tables and flushes conntrack in node1 (the only
-//     namespace the proxies touch).
+//     deletes the "kube-proxy" nftables tables, restores the iptables nat, filter and
+//     mangle tables empty and flushes conntrack in node1 (the only namespace the
+//     proxies touch).
 //   - Every measurement is taken from outside the proxy: probes from a client pod, the
-//     element count of the service-ips map, and /proc of the proxy process.
+//     count of Services the kernel holds (the service-ips map, or the "cluster IP"
+//     rules of the nat KUBE-SERVICES chain), and /proc of the proxy process.
 //   - Everything is bounded (per-proxy cap, probe timeouts); the lab is torn down on
 //     exit and on SIGINT/SIGTERM by the caller.
 //

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/kproxy/kproxy/test/e2e/proxytest"
 	"github.com/kproxy/kproxy/test/lab"
@@ -20,6 +23,7 @@ type Proxy struct {
 // Running is a started proxy.
 type Running struct {
 	Proxy   Proxy
+	Mode    string // ModeNFTables or ModeIPTables
 	Process *lab.Process
 	Started time.Time // just before the process was started
 }
@@ -34,15 +38,16 @@ type StartOptions struct {
 	MinSyncZero bool
 }
 
-// Start runs p in node1 in nftables mode; the lab stops it at teardown at the latest.
-func Start(l *lab.Lab, p Proxy, tag string, o StartOptions) (*Running, error) {
+// Start runs p in node1 in mode (nftables or iptables); the lab stops it at teardown
+// at the latest.
+func Start(l *lab.Lab, p Proxy, mode, tag string, o StartOptions) (*Running, error) {
 	name := fmt.Sprintf("%s-%s", p.Name, tag)
 	var args []string
 	if o.MinSyncZero {
 		args = []string{
 			"--kubeconfig=" + l.KubeconfigPath,
 			"--hostname-override=" + l.Node1.Name,
-			"--proxy-mode=nftables",
+			"--proxy-mode=" + mode,
 			"--cluster-cidr=" + lab.ClusterCIDRs.V4.String() + "," + lab.ClusterCIDRs.V6.String(),
 			"--conntrack-max-per-core=0",
 			"--iptables-min-sync-period=0",
@@ -50,7 +55,7 @@ func Start(l *lab.Lab, p Proxy, tag string, o StartOptions) (*Running, error) {
 		}
 	} else {
 		path := filepath.Join(l.WorkDir, name+".yaml")
-		if err := os.WriteFile(path, []byte(proxytest.Config(l, proxytest.Options{Mode: "nftables"})), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(proxytest.Config(l, proxytest.Options{Mode: mode})), 0o600); err != nil {
 			return nil, err
 		}
 		args = []string{"--config=" + path, "-v=2"}
@@ -60,7 +65,7 @@ func Start(l *lab.Lab, p Proxy, tag string, o StartOptions) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Running{Proxy: p, Process: proc, Started: started}, nil
+	return &Running{Proxy: p, Mode: mode, Process: proc, Started: started}, nil
 }
 
 // CPU is the proxy's CPU seconds so far (with reaped children).
@@ -75,20 +80,53 @@ func (r *Running) PeakRSS() float64 {
 	return v
 }
 
-// Stop stops the proxy and resets node1's dataplane: the kube-proxy tables of both
-// families are deleted and conntrack is flushed, so the next proxy starts from nothing.
+// Stop stops the proxy and resets node1's dataplane (ResetDataplane), so the next
+// proxy starts from nothing.
 func (r *Running) Stop(ctx context.Context, l *lab.Lab) error {
 	err := r.Process.Stop(5 * time.Second)
 	ResetDataplane(ctx, l)
 	return err
 }
 
-// ResetDataplane deletes what a proxy may have left in node1.
+// emptyIPTables is iptables-restore input that, without --noflush, flushes every chain
+// of the tables a proxy writes and deletes their user chains.
+const emptyIPTables = "*nat\nCOMMIT\n*filter\nCOMMIT\n*mangle\nCOMMIT\n"
+
+// ResetDataplane deletes what a proxy of either mode may have left in node1 (the only
+// namespace the proxies touch, where no other software writes rules): the kube-proxy
+// nftables tables of both families, node1's iptables nat, filter and mangle tables of
+// both families (restored empty, through the nft backend that both proxies use in the
+// lab, see IPTablesCommand), and the conntrack table.
 func ResetDataplane(ctx context.Context, l *lab.Lab) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for _, fam := range []string{"ip", "ip6"} {
 		_, _ = l.Node1.NS.Run(ctx, "nft", "delete", "table", fam, "kube-proxy")
 	}
+	for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		cmd := l.Node1.NS.Command(ctx, IPTablesCommand(fam, "-restore"), "-w", "5")
+		cmd.Stdin = strings.NewReader(emptyIPTables)
+		_ = cmd.Run()
+	}
 	_, _ = l.Node1.NS.Run(ctx, "conntrack", "-F")
+}
+
+// IPTablesCommand is lab.IPTablesCommand: both proxies use the nft backend in the
+// lab (kproxy detects it; upstream's binary runs the plain commands).
+func IPTablesCommand(fam v1.IPFamily, tool string) string { return lab.IPTablesCommand(fam, tool) }
+
+// CheckIPTablesBackend verifies, inside node1, that the plain iptables commands (which
+// upstream's binary runs) use the nft backend, as kproxy does in the lab: otherwise the
+// two proxies would write to different backends and the comparison would be unfair.
+func CheckIPTablesBackend(ctx context.Context, l *lab.Lab) error {
+	for _, name := range []string{"iptables", "ip6tables"} {
+		out, err := l.Node1.NS.Run(ctx, name, "--version")
+		if err != nil {
+			return fmt.Errorf("%s --version in node1: %w: %s", name, err, out)
+		}
+		if !strings.Contains(out, "nf_tables") {
+			return fmt.Errorf("%s in node1 is %q, not the nft backend kproxy uses in the lab (point the alternatives at iptables-nft, or run with -modes nftables)", name, strings.TrimSpace(out))
+		}
+	}
+	return nil
 }

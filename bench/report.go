@@ -42,7 +42,7 @@ func Machine(ctx context.Context) string {
 		strings.TrimSpace(string(kernel)), cpu, runtime.NumCPU(), mem, strings.Join(strings.Fields(string(load))[:3], " "))
 }
 
-type row struct{ metric, size, a, b, ratio string }
+type row struct{ mode, metric, size, a, b, ratio string }
 
 func sizeName(n int) string {
 	if n == 0 {
@@ -63,12 +63,45 @@ func durSample(ds []time.Duration, p float64, capped bool) Sample {
 	return s
 }
 
-// Table renders the results as a Markdown table.
+// modes lists the modes with results, in the configured order.
+func (r *Results) modes() []string {
+	var out []string
+	for _, m := range r.Config.Modes {
+		if r.Figures[m] != nil {
+			out = append(out, m)
+		}
+	}
+	var rest []string
+	for m := range r.Figures {
+		if !slices.Contains(out, m) {
+			rest = append(rest, m)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// Table renders the results as a Markdown table, one block of rows per mode.
 func (r *Results) Table() string {
 	a, b := r.Config.Proxies[0].Name, r.Config.Proxies[1].Name
 	var rows []row
-	sizes := make([]int, 0, len(r.Figures))
-	for s := range r.Figures {
+	for _, mode := range r.modes() {
+		rows = append(rows, r.modeRows(mode, a, b)...)
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "| mode | metric | Services | %s | %s | %s/%s |\n|---|---|---|---|---|---|\n", a, b, a, b)
+	for _, rw := range rows {
+		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s | %s |\n", rw.mode, rw.metric, rw.size, rw.a, rw.b, rw.ratio)
+	}
+	return buf.String()
+}
+
+// modeRows are the table rows of one mode.
+func (r *Results) modeRows(mode, a, b string) []row {
+	var rows []row
+	figures := r.Figures[mode]
+	sizes := make([]int, 0, len(figures))
+	for s := range figures {
 		sizes = append(sizes, s)
 	}
 	slices.Sort(sizes)
@@ -76,10 +109,10 @@ func (r *Results) Table() string {
 		if len(sa.Values) == 0 && len(sb.Values) == 0 {
 			return
 		}
-		rows = append(rows, row{metric, sizeName(size), sa.Format(unit), sb.Format(unit), Ratio(sa, sb)})
+		rows = append(rows, row{mode, metric, sizeName(size), sa.Format(unit), sb.Format(unit), Ratio(sa, sb)})
 	}
 	get := func(size int, name string) *Figures {
-		if f := r.Figures[size][name]; f != nil {
+		if f := figures[size][name]; f != nil {
 			return f
 		}
 		return &Figures{}
@@ -140,22 +173,19 @@ func (r *Results) Table() string {
 		add("connection rate, ClusterIP ÷ direct (noise-robust)", s, quotient(sa, da), quotient(sb, db), FmtFactor)
 	}
 
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "| metric | Services | %s | %s | %s/%s |\n|---|---|---|---|---|\n", a, b, a, b)
-	for _, rw := range rows {
-		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s |\n", rw.metric, rw.size, rw.a, rw.b, rw.ratio)
-	}
-	return buf.String()
+	return rows
 }
 
 // Errors lists the failed measurements.
 func (r *Results) Errors() []string {
 	var out []string
-	for size, m := range r.Figures {
-		for name, f := range m {
-			for _, e := range f.Errors {
-				first, _, _ := strings.Cut(e, "\n")
-				out = append(out, fmt.Sprintf("%s at %s Services: %s", name, sizeName(size), first))
+	for mode, bySize := range r.Figures {
+		for size, m := range bySize {
+			for name, f := range m {
+				for _, e := range f.Errors {
+					first, _, _ := strings.Cut(e, "\n")
+					out = append(out, fmt.Sprintf("%s (%s mode) at %s Services: %s", name, mode, sizeName(size), first))
+				}
 			}
 		}
 	}
@@ -184,12 +214,14 @@ func (r *Results) Markdown(machine, command string) string {
 	buf.WriteString(r.Table())
 	buf.WriteString(`
 Values are medians with [min–max] over the repetitions; "> x" means the proxy did not
-finish within the cap; ratios compare medians within this run. nftables mode, both
-proxies one after the other in the same node namespace, tables deleted and conntrack
-flushed in between; repetitions alternate which proxy goes first. Initial sync: from
-process start until every probed ClusterIP (an evenly spread sample) answered from a pod
-and the service-ips map held every Service. Change latency: from the EndpointSlice
-update returning until the replaced single endpoint answered through the ClusterIP.
+finish within the cap; ratios compare medians within this run. In each mode both
+proxies run in that mode, one after the other in the same node namespace; in between,
+the nftables tables are deleted, the iptables tables restored empty and conntrack
+flushed; repetitions alternate which proxy goes first. Initial sync: from process start
+until every probed ClusterIP (an evenly spread sample) answered from a pod and the
+kernel held every Service (nftables: the service-ips map; iptables: the "cluster IP"
+rules of the nat KUBE-SERVICES chain). Change latency: from the EndpointSlice update
+returning until the replaced single endpoint answered through the ClusterIP.
 minSyncPeriod 0 is set with --iptables-min-sync-period=0 (flags only, no config file).
 `)
 	if errs := r.Errors(); len(errs) > 0 {

@@ -19,10 +19,22 @@ const (
 	ScenarioRate      = "rate"
 )
 
+// Proxy modes, for Config.Modes.
+const (
+	ModeNFTables = "nftables"
+	ModeIPTables = "iptables"
+)
+
+// Modes are the proxy modes the harness knows.
+var Modes = []string{ModeNFTables, ModeIPTables}
+
 // Config is one benchmark run.
 type Config struct {
-	Proxies   []Proxy // compared in this order; the ratio is Proxies[0]/Proxies[1]
-	Sizes     []int   // Service counts, ascending (loaded incrementally)
+	Proxies []Proxy // compared in this order; the ratio is Proxies[0]/Proxies[1]
+	// Modes are the proxy modes measured, in this order; every scenario runs in each,
+	// for every proxy (both started in that mode).
+	Modes     []string
+	Sizes     []int // Service counts, ascending (loaded incrementally)
 	Scenarios []string
 	// Repeat is the initial-sync repetitions per size; 0 means 3 below 10,000 Services
 	// and 1 from there.
@@ -67,23 +79,27 @@ type Figures struct {
 	Errors                    []string
 }
 
-// Results of a run: Figures[size][proxy name].
+// Results of a run: Figures[mode][size][proxy name].
 type Results struct {
 	Config  Config
-	Figures map[int]map[string]*Figures
+	Figures map[string]map[int]map[string]*Figures
 	Load    map[int]time.Duration // loading time per size step
 	Started time.Time
 	Elapsed time.Duration
 }
 
-func (r *Results) fig(size int, proxy string) *Figures {
-	if r.Figures[size] == nil {
-		r.Figures[size] = map[string]*Figures{}
+func (r *Results) fig(mode string, size int, proxy string) *Figures {
+	if r.Figures[mode] == nil {
+		r.Figures[mode] = map[int]map[string]*Figures{}
 	}
-	if r.Figures[size][proxy] == nil {
-		r.Figures[size][proxy] = &Figures{}
+	bySize := r.Figures[mode]
+	if bySize[size] == nil {
+		bySize[size] = map[string]*Figures{}
 	}
-	return r.Figures[size][proxy]
+	if bySize[size][proxy] == nil {
+		bySize[size][proxy] = &Figures{}
+	}
+	return bySize[size][proxy]
 }
 
 // Runner runs the benchmark in a started lab.
@@ -105,12 +121,13 @@ func NewRunner(l *lab.Lab, c Config) *Runner {
 	return &Runner{Lab: l, Config: c, Client: l.Node1.Pods[0], Loader: &Loader{Lab: l, Backends: backends, Workers: c.LoadWorkers}}
 }
 
-// Run runs every enabled scenario at every size; a failing measurement is recorded in
-// the results and the run goes on.
+// Run runs every enabled scenario at every size in every mode (the objects of a size
+// are loaded once and shared by the modes); a failing measurement is recorded in the
+// results and the run goes on.
 func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 	logger := klog.FromContext(ctx)
 	c := rn.Config
-	res := &Results{Config: c, Figures: map[int]map[string]*Figures{}, Load: map[int]time.Duration{}, Started: time.Now()}
+	res := &Results{Config: c, Figures: map[string]map[int]map[string]*Figures{}, Load: map[int]time.Duration{}, Started: time.Now()}
 	defer func() { res.Elapsed = time.Since(res.Started) }()
 
 	sizes := append([]int(nil), c.Sizes...)
@@ -122,35 +139,37 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 	slices.Sort(sizes)
 	for _, size := range sizes {
 		n := max(size, 1)
+		measureSync := c.Has(ScenarioSync) && slices.Contains(c.Sizes, size) && size > 0
+		dataplane := slices.Contains(c.DataplaneSizes, size) && (c.Has(ScenarioDataplane) || c.Has(ScenarioRate))
+		change := c.Has(ScenarioChange) && size == c.ChangeSize
+		if !measureSync && !dataplane && !change {
+			continue // nothing measured at this size: not even loaded
+		}
+		reps := 1
+		if measureSync {
+			reps = c.repeat(size)
+		}
 		took, err := rn.Loader.LoadTo(ctx, n)
 		if err != nil {
 			return res, fmt.Errorf("load %d services: %w", n, err)
 		}
 		res.Load[size] = took
 		logger.Info("Loaded", "services", n, "took", took.Round(time.Millisecond))
-		measureSync := c.Has(ScenarioSync) && slices.Contains(c.Sizes, size) && size > 0
-		dataplane := slices.Contains(c.DataplaneSizes, size) && (c.Has(ScenarioDataplane) || c.Has(ScenarioRate))
-		change := c.Has(ScenarioChange) && size == c.ChangeSize
-		reps := 1
-		if measureSync {
-			reps = c.repeat(size)
-		}
-		if !measureSync && !dataplane && !change {
-			continue
-		}
-		for rep := range reps {
-			order := append([]Proxy(nil), c.Proxies...)
-			if rep%2 == 1 {
-				slices.Reverse(order)
-			}
-			for _, p := range order {
-				if err := ctx.Err(); err != nil {
-					return res, err
+		for _, mode := range c.Modes {
+			for rep := range reps {
+				order := append([]Proxy(nil), c.Proxies...)
+				if rep%2 == 1 {
+					slices.Reverse(order)
 				}
-				f := res.fig(size, p.Name)
-				if err := rn.one(ctx, p, n, rep, measureSync, rep == 0 && dataplane, rep == 0 && change, f); err != nil {
-					logger.Error(err, "Measurement failed", "proxy", p.Name, "services", n, "rep", rep)
-					f.Errors = append(f.Errors, err.Error())
+				for _, p := range order {
+					if err := ctx.Err(); err != nil {
+						return res, err
+					}
+					f := res.fig(mode, size, p.Name)
+					if err := rn.one(ctx, mode, p, n, rep, measureSync, rep == 0 && dataplane, rep == 0 && change, f); err != nil {
+						logger.Error(err, "Measurement failed", "mode", mode, "proxy", p.Name, "services", n, "rep", rep)
+						f.Errors = append(f.Errors, err.Error())
+					}
 				}
 			}
 		}
@@ -158,14 +177,14 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 	return res, nil
 }
 
-// one runs proxy p once at n Services: the initial sync, then (if asked) the dataplane
-// and default-minSyncPeriod change measurements on the synced proxy, then a restart
-// with minSyncPeriod 0 for the second change series.
-func (rn *Runner) one(ctx context.Context, p Proxy, n, rep int, measureSync, dataplane, change bool, f *Figures) error {
+// one runs proxy p once in mode at n Services: the initial sync, then (if asked) the
+// dataplane and default-minSyncPeriod change measurements on the synced proxy, then a
+// restart with minSyncPeriod 0 for the second change series.
+func (rn *Runner) one(ctx context.Context, mode string, p Proxy, n, rep int, measureSync, dataplane, change bool, f *Figures) error {
 	logger := klog.FromContext(ctx)
 	c := rn.Config
 	ResetDataplane(ctx, rn.Lab)
-	r, err := Start(rn.Lab, p, fmt.Sprintf("%d-%d", n, rep), StartOptions{})
+	r, err := Start(rn.Lab, p, mode, fmt.Sprintf("%s-%d-%d", mode, n, rep), StartOptions{})
 	if err != nil {
 		return err
 	}
@@ -175,7 +194,7 @@ func (rn *Runner) one(ctx context.Context, p Proxy, n, rep int, measureSync, dat
 	if err != nil {
 		return err
 	}
-	logger.Info("Initial sync", "proxy", p.Name, "services", n, "rep", rep, "took", sr.Duration.Round(time.Millisecond),
+	logger.Info("Initial sync", "mode", mode, "proxy", p.Name, "services", n, "rep", rep, "took", sr.Duration.Round(time.Millisecond),
 		"probes", sr.Probes.Round(time.Millisecond), "elements", sr.Elements.Round(time.Millisecond), "capped", sr.Capped, "cpu", sr.CPUSeconds)
 	if measureSync {
 		f.Sync.Add(sr.Duration.Seconds(), sr.Capped)
@@ -218,7 +237,7 @@ func (rn *Runner) one(ctx context.Context, p Proxy, n, rep int, measureSync, dat
 	if !change {
 		return nil
 	}
-	r0, err := Start(rn.Lab, p, fmt.Sprintf("%d-%d-minsync0", n, rep), StartOptions{MinSyncZero: true})
+	r0, err := Start(rn.Lab, p, mode, fmt.Sprintf("%s-%d-%d-minsync0", mode, n, rep), StartOptions{MinSyncZero: true})
 	if err != nil {
 		return err
 	}

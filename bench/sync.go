@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/google/nftables/xt"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -18,7 +21,7 @@ import (
 type SyncResult struct {
 	Duration   time.Duration // process start until every check passed (or the cap)
 	Probes     time.Duration // until every sampled ClusterIP answered
-	Elements   time.Duration // until service-ips held every Service
+	Elements   time.Duration // until the kernel held a rule for every Service (CountServices)
 	Capped     bool
 	CPUSeconds float64 // at Duration
 }
@@ -27,8 +30,8 @@ type SyncResult struct {
 const ProbeTimeout = 200 * time.Millisecond
 
 // WaitSynced waits until the kernel in node1 forwards to every one of n Services: every
-// sampled ClusterIP answers a TCP probe from client, and the service-ips map of table
-// ip kube-proxy holds at least n elements. It gives up at limit after r started.
+// sampled ClusterIP answers a TCP probe from client, and the kernel holds a rule for at
+// least n Services in r's mode (CountServices). It gives up at limit after r started.
 func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sample []*Svc, n int, limit time.Duration) (SyncResult, error) {
 	logger := klog.FromContext(ctx)
 	deadline := r.Started.Add(limit)
@@ -45,7 +48,7 @@ func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sa
 	}()
 	go func() {
 		defer wg.Done()
-		elemsDone = waitElements(ctx, l.Node1.NS, n)
+		elemsDone = waitElements(ctx, l.Node1.NS, r.Mode, n)
 	}()
 	exited := make(chan struct{})
 	go func() {
@@ -112,13 +115,13 @@ func waitProbes(ctx context.Context, client *lab.Pod, sample []*Svc) time.Time {
 	}
 }
 
-// waitElements polls the element count of service-ips until it reaches n, every
-// 100-250ms (four times the last dump's duration, within those bounds), so the
-// checker's own cost stays small beside the proxy's.
-func waitElements(ctx context.Context, ns *lab.NS, n int) time.Time {
+// waitElements polls CountServices until it reaches n, every 100-250ms (four times the
+// last dump's duration, within those bounds), so the checker's own cost stays small
+// beside the proxy's.
+func waitElements(ctx context.Context, ns *lab.NS, mode string, n int) time.Time {
 	for {
 		start := time.Now()
-		count, err := ServiceIPsCount(ctx, ns)
+		count, err := CountServices(ctx, ns, mode)
 		now := time.Now()
 		if err == nil && count >= n {
 			return now
@@ -132,6 +135,47 @@ func waitElements(ctx context.Context, ns *lab.NS, n int) time.Time {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// CountServices counts the IPv4 Services the kernel in ns has a ClusterIP rule for, in
+// mode: the elements of the nftables mode's service-ips map, or the iptables mode's
+// "cluster IP" rules in the nat table's KUBE-SERVICES chain.
+func CountServices(ctx context.Context, ns *lab.NS, mode string) (int, error) {
+	if mode == ModeIPTables {
+		return ClusterIPRuleCount(ctx, ns)
+	}
+	return ServiceIPsCount(ctx, ns)
+}
+
+// ClusterIPRuleCount counts the rules of chain KUBE-SERVICES in the IPv4 nat table
+// whose comment ends in " cluster IP" (one per Service port with a ClusterIP, upstream's
+// and kproxy's). It reads that chain only, over netlink from inside ns, from the nft
+// tables the iptables-nft backend keeps (see IPTablesCommand): iptables-save of the nat
+// table prints every rule of every chain (about 300,000 at 10,000 Services) and would
+// spend, on every poll, CPU the proxy under measurement needs.
+func ClusterIPRuleCount(ctx context.Context, ns *lab.NS) (int, error) {
+	var n int
+	err := ns.Do(func() error {
+		c, err := nftables.New()
+		if err != nil {
+			return err
+		}
+		rules, err := c.GetRules(&nftables.Table{Name: "nat", Family: nftables.TableFamilyIPv4}, &nftables.Chain{Name: "KUBE-SERVICES"})
+		if err != nil {
+			return err
+		}
+		for _, r := range rules {
+			for _, e := range r.Exprs {
+				if m, ok := e.(*expr.Match); ok && m.Name == "comment" {
+					if c, ok := m.Info.(*xt.Comment); ok && strings.HasSuffix(string(*c), " cluster IP") {
+						n++
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return n, err
 }
 
 // ServiceIPsCount counts the elements of map service-ips in table ip kube-proxy. It reads

@@ -37,6 +37,11 @@ type daemon struct {
 	handlers      *familyHandlers
 	runner        *syncer.Runner
 	closers       []func()
+	// familyParts are the families' own parts (the iptables canary monitor), run
+	// once other modes' leftovers are gone; trigger requests a sync.
+	familyParts []func(ctx context.Context, trigger func()) error
+	// precommits are the proxiers' Precommit, called until the informers synced.
+	precommits []func()
 	// cleanupOtherModes removes other modes' leftovers; run starts it with the
 	// informers and waits for it before the first sync.
 	cleanupOtherModes func(ctx context.Context)
@@ -152,6 +157,12 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 		d.handlers.families[family] = &familyProxier{state: state, setServiceCIDR: fp.setServiceCIDRs}
 		syncers[family] = fp.syncer
 		d.closers = append(d.closers, fp.close)
+		if pc, ok := fp.syncer.(interface{ Precommit() }); ok {
+			d.precommits = append(d.precommits, pc.Precommit)
+		}
+		if fp.run != nil {
+			d.familyParts = append(d.familyParts, fp.run)
+		}
 	}
 	if cfg.InitOnly {
 		d.cleanupOtherModes(ctx)

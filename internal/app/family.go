@@ -47,6 +47,9 @@ type builtFamily struct {
 	syncer          syncer.Syncer
 	setServiceCIDRs func([]netip.Prefix)
 	close           func()
+	// run, when set, is a part the daemon runs until ctx is done (once other modes'
+	// leftovers are gone); trigger requests a sync.
+	run func(ctx context.Context, trigger func()) error
 }
 
 // newFamilyProxier builds the proxier of the configured mode for one family.
@@ -54,6 +57,8 @@ func newFamilyProxier(ctx context.Context, p familyParams) (*builtFamily, error)
 	switch p.cfg.Mode {
 	case config.ProxyModeNFTables:
 		return newNFTablesFamily(ctx, p)
+	case config.ProxyModeIPTables:
+		return newIPTablesFamily(ctx, p)
 	default:
 		return nil, fmt.Errorf("proxy mode %q is not supported by this build of kproxy", p.cfg.Mode)
 	}
@@ -70,14 +75,7 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 	}
 	klog.FromContext(ctx).Info("Using nftables Proxier", "ipFamily", p.family, "writer", writer)
 
-	npa := newNodePortAddresses(p.family, p.nodePortAddrs)
-	localIPs := func() ([]netip.Addr, error) {
-		addrs, err := localAddresses()
-		if err != nil {
-			return nil, err
-		}
-		return npa.match(addrs), nil
-	}
+	npa, localIPs, serviceHealth := p.nodePortsAndHealth()
 	renderCfg := render.Config{
 		Family:            nftFamily,
 		NodePortAddresses: render.NodePortAddresses{All: npa.all},
@@ -90,18 +88,6 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		EndpointMaps: true,
 	}
 
-	var healthAddrs []netip.Addr
-	if !npa.all {
-		// Errors surface again at the first sync; health checks start on what we have.
-		healthAddrs, _ = localIPs()
-	}
-	serviceHealth := health.NewServiceHealthServer(health.ServiceHealthConfig{
-		NodeName:    p.nodeName,
-		Recorder:    p.recorder,
-		Family:      p.family,
-		Addresses:   healthAddrs,
-		ProxyHealth: p.health,
-	})
 	proxier, err := dpnft.New(dpnft.Config{
 		Family:        p.family,
 		Render:        renderCfg,
@@ -118,6 +104,34 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		return nil, err
 	}
 	return &builtFamily{syncer: proxier, setServiceCIDRs: proxier.SetServiceCIDRs, close: serviceHealth.Close}, nil
+}
+
+// nodePortsAndHealth resolves the family's NodePort addresses: the setting, a
+// function listing the local addresses that serve NodePorts now, and the service
+// health check server listening on those addresses (every mode serves
+// healthCheckNodePorts where it serves NodePorts).
+func (p familyParams) nodePortsAndHealth() (nodePortAddresses, func() ([]netip.Addr, error), *health.ServiceHealthServer) {
+	npa := newNodePortAddresses(p.family, p.nodePortAddrs)
+	localIPs := func() ([]netip.Addr, error) {
+		addrs, err := localAddresses()
+		if err != nil {
+			return nil, err
+		}
+		return npa.match(addrs), nil
+	}
+	var healthAddrs []netip.Addr
+	if !npa.all {
+		// Errors surface again at the first sync; health checks start on what we have.
+		healthAddrs, _ = localIPs()
+	}
+	serviceHealth := health.NewServiceHealthServer(health.ServiceHealthConfig{
+		NodeName:    p.nodeName,
+		Recorder:    p.recorder,
+		Family:      p.family,
+		Addresses:   healthAddrs,
+		ProxyHealth: p.health,
+	})
+	return npa, localIPs, serviceHealth
 }
 
 // WriterEnv selects how nftables transactions reach the kernel: "netlink" (the

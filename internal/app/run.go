@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	clientfeatures "k8s.io/client-go/features"
 	"os"
 	"time"
 
@@ -29,6 +30,11 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	logger.Info("Version info", "version", config.Version)
 	logger.Info("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
+	// client-go reads its feature gates (WatchListClient, ...) from a process-wide
+	// variable: install this command's gate set there, as upstream does, before any
+	// client exists.
+	clientfeatures.ReplaceFeatureGates(config.ClientGoGates{Gates: cfg.FeatureGates})
+
 	if cfg.Cleanup {
 		if err := cleanup.All(ctx, cleanup.Deps{}); err != nil {
 			return fmt.Errorf("cleanup: %w", err)
@@ -45,6 +51,33 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	return d.run(ctx)
+}
+
+// precommitInterval is how often the model commits what the informers delivered
+// while they list (see awaitSynced).
+const precommitInterval = 50 * time.Millisecond
+
+// awaitSynced waits until the informers have listed everything (started closed),
+// and meanwhile has the proxiers commit what arrived to their models every
+// precommitInterval (Precommit): at 10,000 Services the conversion then mostly
+// overlaps the API server's streaming instead of delaying the first sync. It runs
+// on the goroutine that then runs the sync loop, as Precommit requires. It
+// reports false when ctx ended first.
+func (d *daemon) awaitSynced(ctx context.Context, started <-chan struct{}) bool {
+	tick := time.NewTicker(precommitInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-started:
+			return true
+		case <-tick.C:
+			for _, precommit := range d.precommits {
+				precommit()
+			}
+		}
+	}
 }
 
 // platformSetup applies the process and kernel settings that upstream applies before
@@ -118,11 +151,20 @@ func (d *daemon) run(ctx context.Context) error {
 		d.cleanupOtherModes(ctx)
 		return nil
 	})
+	for _, part := range d.familyParts {
+		g.Go(func() error {
+			// No rule is written before other modes' leftovers are gone.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-cleanedUp:
+			}
+			return part(ctx, d.runner.Run)
+		})
+	}
 	g.Go(func() error {
-		select {
-		case <-ctx.Done():
+		if !d.awaitSynced(ctx, started) {
 			return nil
-		case <-started:
 		}
 		// No rule is written before other modes' leftovers are gone (upstream
 		// removes them before it creates its proxier).

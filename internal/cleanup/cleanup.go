@@ -5,10 +5,12 @@ import (
 	"errors"
 
 	"github.com/vishvananda/netlink"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/kproxy/kproxy/internal/config"
+	"github.com/kproxy/kproxy/internal/iptables"
 )
 
 // Deps are the boundaries the cleanup acts through. The zero value acts on
@@ -17,11 +19,11 @@ type Deps struct {
 	// Exec runs iptables*, ipset and the backend probes; nil means the host.
 	Exec utilexec.Interface
 	// IPTablesBackend picks the iptables binaries; empty means
-	// DetectIPTablesBackend. Ignored when IPTables is set.
-	IPTablesBackend Backend
+	// iptables.DetectBackend. Ignored when IPTables is set.
+	IPTablesBackend iptables.Backend
 	// IPTables are the iptables instances to clean, one per family; nil
 	// means IPv4 and IPv6 through Exec with IPTablesBackend.
-	IPTables []IPTables
+	IPTables []iptables.Interface
 	// NewNFTables opens the kube-proxy table of a family; nil means
 	// knftables.New.
 	NewNFTables NFTablesFactory
@@ -57,18 +59,18 @@ func (d Deps) withDefaults() Deps {
 
 // iptablesFamilies resolves the iptables instances, detecting the backend
 // only when needed (it runs save commands).
-func (d Deps) iptablesFamilies(ctx context.Context) []IPTables {
+func (d Deps) iptablesFamilies(ctx context.Context) []iptables.Interface {
 	if d.IPTables != nil {
 		return d.IPTables
 	}
 	backend := d.IPTablesBackend
 	if backend == "" {
-		backend = DetectIPTablesBackend(ctx, d.Exec)
+		backend = iptables.DetectBackend(ctx, d.Exec)
 		klog.FromContext(ctx).V(2).Info("Detected iptables backend", "backend", backend)
 	}
-	return []IPTables{
-		NewExecIPTables(d.Exec, IPv4, backend),
-		NewExecIPTables(d.Exec, IPv6, backend),
+	return []iptables.Interface{
+		iptables.New(d.Exec, v1.IPv4Protocol, backend),
+		iptables.New(d.Exec, v1.IPv6Protocol, backend),
 	}
 }
 

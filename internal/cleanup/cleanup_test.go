@@ -8,25 +8,29 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/config"
+	"github.com/kproxy/kproxy/internal/iptables"
 )
 
 // world is a complete set of fakes holding leftovers of every mode.
 type world struct {
-	v4, v6 *FakeIPTables
-	nft    map[knftables.Family]*knftables.Fake
-	links  *FakeLinks
-	ipvs   *FakeIPVS
-	sets   *FakeIPSets
+	v4, v6 *iptables.Fake
+	// v4Restore, when set, stands in for v4 (to inject failures).
+	v4Restore iptables.Interface
+	nft       map[knftables.Family]*knftables.Fake
+	links     *FakeLinks
+	ipvs      *FakeIPVS
+	sets      *FakeIPSets
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	w := &world{
-		v4:    loadFake(t, IPv4, "iptables-mode.save"),
-		v6:    loadFake(t, IPv6, "ipvs-mode.save"),
+		v4:    loadFake(t, v1.IPv4Protocol, "iptables-mode.save"),
+		v6:    loadFake(t, v1.IPv6Protocol, "ipvs-mode.save"),
 		nft:   map[knftables.Family]*knftables.Fake{},
 		links: &FakeLinks{Links: map[string]netlink.Link{}},
 		ipvs:  &FakeIPVS{},
@@ -52,8 +56,12 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) deps() Deps {
+	var v4 iptables.Interface = w.v4
+	if w.v4Restore != nil {
+		v4 = w.v4Restore
+	}
 	return Deps{
-		IPTables:    []IPTables{w.v4, w.v6},
+		IPTables:    []iptables.Interface{v4, w.v6},
 		NewNFTables: FakeNFTables(w.nft),
 		Links:       w.links,
 		IPVS:        w.ipvs,
@@ -137,7 +145,7 @@ func TestAllJoinsErrorsAndRunsEveryPart(t *testing.T) {
 	w := newWorld(t)
 	restoreErr := errors.New("restore failed")
 	flushErr := errors.New("ipvs flush failed")
-	w.v4.FailRestore = map[string]error{tableFilter: restoreErr}
+	w.v4Restore = failingRestore{Fake: w.v4, table: tableFilter, err: restoreErr}
 	w.ipvs.Err = flushErr
 	w.sets.InUse = map[string]bool{"KUBE-CLUSTER-IP": true}
 	w.links.Links[ipvsDummyLink] = &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ipvsDummyLink}}
@@ -177,7 +185,8 @@ func TestIPVSUnavailableIsNotAnError(t *testing.T) {
 
 func TestMissingToolsAreNotErrors(t *testing.T) {
 	w := newWorld(t)
-	w.v4.Absent, w.v6.Absent = true, true
+	w.v4.SetPresent(false)
+	w.v6.SetPresent(false)
 	w.sets.Unavailable = true
 	deps := w.deps()
 	deps.NewNFTables = FakeNFTables(nil) // nft unusable in every family

@@ -7,8 +7,10 @@
 //   - All removes the leftovers of every mode (the daemon's --cleanup).
 //     ForMode removes the leftovers of the modes other than the one about to
 //     run, as upstream's platformCleanup does: an nftables proxy removes the
-//     iptables and ipvs leftovers, an iptables or ipvs proxy removes the
-//     nftables leftovers.
+//     iptables and ipvs leftovers (so switching from iptables to nftables
+//     mode leaves none of the proxy's chains behind), an iptables or ipvs
+//     proxy removes the nftables leftovers (the "kube-proxy" tables of both
+//     families).
 //   - Ownership is decided by name, from upstream's own lists: the
 //     "kube-proxy" nftables table in the ip and ip6 families; the fixed
 //     KUBE-* chains of the iptables and ipvs proxiers plus the per-service
@@ -39,5 +41,8 @@
 //     their "KUBE-6-" IPv6 counterparts.
 //   - Upstream's image runs a wrapper that picks iptables-legacy or
 //     iptables-nft; kproxy runs the binaries directly and makes the same
-//     choice with DetectIPTablesBackend.
+//     choice with iptables.DetectBackend.
+//
+// iptables is reached through internal/iptables (the same runner the
+// iptables mode's dataplane writes with); tests use its Fake.
 package cleanup

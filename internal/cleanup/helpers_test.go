@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	utilexec "k8s.io/utils/exec"
-	testingexec "k8s.io/utils/exec/testing"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/iptables"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected-output files under testdata/")
@@ -44,59 +44,43 @@ func readTestdata(t *testing.T, name string) string {
 	return string(b)
 }
 
-// scriptResult is the scripted outcome of one command line.
-type scriptResult struct {
-	stdout string
-	status int // exit status; 0 is success
-}
-
-// scriptExec is a utilexec.Interface answering by exact command line
-// ("name arg1 arg2"); unknown command lines exit 1 with no output. It
-// records every command line run.
-type scriptExec struct {
-	mu        sync.Mutex
-	installed map[string]bool
-	results   map[string]scriptResult
-	calls     []string
-}
-
-var _ utilexec.Interface = (*scriptExec)(nil)
-
-func (e *scriptExec) Command(cmd string, args ...string) utilexec.Cmd {
-	line := strings.Join(append([]string{cmd}, args...), " ")
-	e.mu.Lock()
-	e.calls = append(e.calls, line)
-	res, ok := e.results[line]
-	e.mu.Unlock()
-	if !ok {
-		res = scriptResult{status: 1}
-	}
-	action := func() ([]byte, []byte, error) {
-		if res.status != 0 {
-			return []byte(res.stdout), nil, testingexec.FakeExitError{Status: res.status}
+// loadFake builds a fake from one or more dumps applied in order (a second
+// dump adds to the first, like a second proxier writing the same tables).
+func loadFake(t *testing.T, family v1.IPFamily, files ...string) *iptables.Fake {
+	t.Helper()
+	f := iptables.NewFake(family)
+	for _, file := range files {
+		if err := f.Load(readTestdata(t, file)); err != nil {
+			t.Fatalf("loading %s: %v", file, err)
 		}
-		return []byte(res.stdout), nil, nil
 	}
-	fc := &testingexec.FakeCmd{
-		RunScript:            []testingexec.FakeAction{action},
-		CombinedOutputScript: []testingexec.FakeAction{action},
-	}
-	return testingexec.InitFakeCmd(fc, cmd, args...)
+	return f
 }
 
-func (e *scriptExec) CommandContext(_ context.Context, cmd string, args ...string) utilexec.Cmd {
-	return e.Command(cmd, args...)
+// failingRestore fails the restores of one table (the input starts with
+// "*table") with err, changing nothing; other calls go to the fake.
+type failingRestore struct {
+	*iptables.Fake
+	table iptables.Table
+	err   error
 }
 
-func (e *scriptExec) LookPath(file string) (string, error) {
-	if e.installed[file] {
-		return "/usr/sbin/" + file, nil
+func (f failingRestore) Restore(ctx context.Context, data []byte) error {
+	if strings.HasPrefix(string(data), "*"+string(f.table)+"\n") {
+		return f.err
 	}
-	return "", &os.PathError{Op: "lookpath", Path: file, Err: os.ErrNotExist}
+	return f.Fake.Restore(ctx, data)
 }
 
-func (e *scriptExec) Calls() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string{}, e.calls...)
+// ruleTarget returns the chain or target a rule (as iptables-save prints it
+// after "-A CHAIN") jumps or goes to.
+func ruleTarget(spec string) string {
+	fields := strings.Fields(spec)
+	for i := 0; i+1 < len(fields); i++ {
+		switch fields[i] {
+		case "-j", "--jump", "-g", "--goto":
+			return fields[i+1]
+		}
+	}
+	return ""
 }

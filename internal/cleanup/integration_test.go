@@ -17,7 +17,10 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	v1 "k8s.io/api/core/v1"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/kproxy/kproxy/internal/iptables"
 )
 
 // nsExec runs every command inside one network namespace through
@@ -71,7 +74,7 @@ func newTestNetns(t *testing.T) (string, netns.NsHandle) {
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
 	}
-	name := "kpc-" + hex.EncodeToString(b)
+	name := "kpl-cln-" + hex.EncodeToString(b)
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Skipf("cannot create a network namespace: %v: %s", err, out)
 	}
@@ -156,7 +159,7 @@ var testIPSets = []struct{ name, spec string }{
 }
 
 func TestIntegrationCleanupAllInNetns(t *testing.T) {
-	for _, backend := range []Backend{BackendNFT, BackendLegacy} {
+	for _, backend := range []iptables.Backend{iptables.BackendNFT, iptables.BackendLegacy} {
 		t.Run(string(backend), func(t *testing.T) {
 			requireRootAndTools(t, "ip", "nft", "ipset",
 				"iptables-"+string(backend)+"-restore", "ip6tables-"+string(backend)+"-restore",
@@ -180,24 +183,24 @@ func TestIntegrationCleanupAllInNetns(t *testing.T) {
 			haveDummy := addDummy(t, nsx, ipvsDummyLink)
 
 			// The kubelet's hint chain is in this backend only.
-			if got := DetectIPTablesBackend(context.Background(), nsx); got != backend {
-				t.Fatalf("DetectIPTablesBackend = %q, want %q", got, backend)
+			if got := iptables.DetectBackend(context.Background(), nsx); got != backend {
+				t.Fatalf("DetectBackend = %q, want %q", got, backend)
 			}
 
-			save := func(family IPFamily) *FakeIPTables {
+			save := func(family v1.IPFamily) *iptables.Fake {
 				t.Helper()
 				tool := "iptables-" + string(backend) + "-save"
-				if family == IPv6 {
+				if family == v1.IPv6Protocol {
 					tool = "ip6tables-" + string(backend) + "-save"
 				}
-				f, err := NewFakeIPTables(family, nsx.mustRun(t, "", tool))
-				if err != nil {
+				f := iptables.NewFake(family)
+				if err := f.Load(nsx.mustRun(t, "", tool)); err != nil {
 					t.Fatalf("parsing %s output: %v", tool, err)
 				}
 				return f
 			}
-			before4, before6 := foreignState(save(IPv4)), foreignState(save(IPv6))
-			if !save(IPv4).HasChain(tableNAT, "KUBE-SERVICES") || !save(IPv6).HasChain(tableFilter, "KUBE-SERVICES") {
+			before4, before6 := foreignState(save(v1.IPv4Protocol)), foreignState(save(v1.IPv6Protocol))
+			if !save(v1.IPv4Protocol).HasChain(tableNAT, "KUBE-SERVICES") || !save(v1.IPv6Protocol).HasChain(tableFilter, "KUBE-SERVICES") {
 				t.Fatal("leftovers were not installed")
 			}
 
@@ -221,14 +224,14 @@ func TestIntegrationCleanupAllInNetns(t *testing.T) {
 			// iptables: none of ours left; other software's and the
 			// kubelet's chains and rules exactly as before.
 			for _, tc := range []struct {
-				family IPFamily
+				family v1.IPFamily
 				before map[string][]string
-			}{{IPv4, before4}, {IPv6, before6}} {
+			}{{v1.IPv4Protocol, before4}, {v1.IPv6Protocol, before6}} {
 				after := save(tc.family)
 				if got := foreignState(after); fmt.Sprint(got) != fmt.Sprint(tc.before) {
 					t.Errorf("%s: foreign state changed:\nbefore %v\nafter  %v", tc.family, tc.before, got)
 				}
-				dump := after.Dump()
+				dump := after.DumpAll()
 				for _, line := range strings.Split(dump, "\n") {
 					if strings.HasPrefix(line, ":KUBE-") {
 						chain := strings.Fields(line[1:])[0]

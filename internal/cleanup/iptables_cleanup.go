@@ -10,11 +10,13 @@ import (
 	"strings"
 
 	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/internal/iptables"
 )
 
 // cleanupIPTables removes the iptables and ipvs proxiers' chains and jumps
 // from every present family, returning one joined error.
-func cleanupIPTables(ctx context.Context, families []IPTables) error {
+func cleanupIPTables(ctx context.Context, families []iptables.Interface) error {
 	var errs []error
 	for _, ipt := range families {
 		if !ipt.Present(ctx) {
@@ -28,7 +30,7 @@ func cleanupIPTables(ctx context.Context, families []IPTables) error {
 	return errors.Join(errs...)
 }
 
-func cleanupIPTablesFamily(ctx context.Context, ipt IPTables) error {
+func cleanupIPTablesFamily(ctx context.Context, ipt iptables.Interface) error {
 	var errs []error
 
 	// Unlink our chains from the built-in chains first; the restore below
@@ -40,17 +42,17 @@ func cleanupIPTablesFamily(ctx context.Context, ipt IPTables) error {
 	}
 
 	// Flush and delete our chains of each table in one transaction.
-	for _, table := range []string{tableNAT, tableFilter} {
-		dump, err := ipt.Save(ctx, table)
-		if err != nil {
+	for _, table := range []iptables.Table{tableNAT, tableFilter} {
+		var dump bytes.Buffer
+		if err := ipt.SaveInto(ctx, table, &dump); err != nil {
 			errs = append(errs, fmt.Errorf("saving %s: %w", table, err))
 			continue
 		}
-		data := restoreInput(table, chainsInDump(dump))
+		data := restoreInput(table, chainsInDump(dump.Bytes()))
 		if data == nil {
 			continue
 		}
-		if err := ipt.Restore(ctx, table, data); err != nil {
+		if err := ipt.Restore(ctx, data); err != nil {
 			errs = append(errs, fmt.Errorf("restoring %s: %w", table, err))
 		}
 	}
@@ -63,8 +65,8 @@ func cleanupIPTablesFamily(ctx context.Context, ipt IPTables) error {
 }
 
 // chainsInDump returns the set of chains declared in iptables-save output.
-func chainsInDump(dump []byte) map[string]bool {
-	chains := map[string]bool{}
+func chainsInDump(dump []byte) map[iptables.Chain]bool {
+	chains := map[iptables.Chain]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(dump))
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for sc.Scan() {
@@ -74,7 +76,7 @@ func chainsInDump(dump []byte) map[string]bool {
 		}
 		name, _, _ := strings.Cut(line[1:], " ")
 		if name != "" {
-			chains[name] = true
+			chains[iptables.Chain(name)] = true
 		}
 	}
 	return chains
@@ -82,21 +84,21 @@ func chainsInDump(dump []byte) map[string]bool {
 
 // ownedChainsIn returns which of existing are ours in table, fixed chains
 // first in upstream's order, then service chains sorted.
-func ownedChainsIn(table string, existing map[string]bool) []string {
-	var out []string
+func ownedChainsIn(table iptables.Table, existing map[iptables.Chain]bool) []iptables.Chain {
+	var out []iptables.Chain
 	for _, c := range fixedChains[table] {
 		if existing[c] {
 			out = append(out, c)
 		}
 	}
 	if table == tableNAT {
-		var svc []string
+		var svc []iptables.Chain
 		for c := range existing {
-			if isServiceChain(c) {
+			if isServiceChain(string(c)) {
 				svc = append(svc, c)
 			}
 		}
-		sort.Strings(svc)
+		sort.Slice(svc, func(i, j int) bool { return svc[i] < svc[j] })
 		out = append(out, svc...)
 	}
 	return out
@@ -105,7 +107,7 @@ func ownedChainsIn(table string, existing map[string]bool) []string {
 // restoreInput builds the iptables-restore --noflush input that flushes
 // (by redeclaring) and then deletes our chains present in table, or nil
 // when none is present.
-func restoreInput(table string, existing map[string]bool) []byte {
+func restoreInput(table iptables.Table, existing map[iptables.Chain]bool) []byte {
 	chains := ownedChainsIn(table, existing)
 	if len(chains) == 0 {
 		return nil

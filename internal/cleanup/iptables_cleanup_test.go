@@ -6,53 +6,37 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-)
 
-// loadFake builds a fake from one or more dumps applied in order (a second
-// dump adds to the first, like a second proxier writing the same tables).
-func loadFake(t *testing.T, family IPFamily, files ...string) *FakeIPTables {
-	t.Helper()
-	f, err := NewFakeIPTables(family, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, file := range files {
-		if err := f.apply(readTestdata(t, file), true); err != nil {
-			t.Fatalf("loading %s: %v", file, err)
-		}
-	}
-	return f
-}
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/iptables"
+)
 
 // foreignState is everything in a dump that is not ours: chains (and their
 // rules) not owned by kube-proxy, and rules in built-in chains that are not
 // our jumps. The cleanup must leave exactly this.
-func foreignState(f *FakeIPTables) map[string][]string {
+func foreignState(f *iptables.Fake) map[string][]string {
 	owned := map[string]bool{}
 	for _, chains := range fixedChains {
 		for _, c := range chains {
-			owned[c] = true
+			owned[string(c)] = true
 		}
 	}
-	owned[mangleCanaryChain] = true
+	owned[string(mangleCanaryChain)] = true
 	out := map[string][]string{}
-	for _, table := range []string{tableMangle, tableNAT, tableFilter} {
-		t, ok := f.tables[table]
-		if !ok {
-			continue
-		}
-		for _, c := range t.chains {
-			if owned[c] || isServiceChain(c) {
+	for _, table := range []iptables.Table{tableMangle, tableNAT, tableFilter} {
+		for _, c := range f.Chains(table) {
+			if owned[string(c)] || isServiceChain(string(c)) {
 				continue
 			}
 			var rules []string
-			for _, r := range t.rules[c] {
-				if target := jumpTarget(r); owned[target] || isServiceChain(target) {
+			for _, r := range f.Rules(table, c) {
+				if target := ruleTarget(r); owned[target] || isServiceChain(target) {
 					continue
 				}
 				rules = append(rules, r)
 			}
-			out[table+"/"+c] = rules
+			out[string(table)+"/"+string(c)] = rules
 		}
 	}
 	return out
@@ -70,12 +54,12 @@ func TestIPTablesCleanup(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := loadFake(t, IPv4, tc.dumps...)
+			f := loadFake(t, v1.IPv4Protocol, tc.dumps...)
 			want := foreignState(f)
 			var kubeletChains []string
 			for _, c := range []string{"mangle/KUBE-IPTABLES-HINT", "mangle/KUBE-KUBELET-CANARY", "nat/KUBE-KUBELET-CANARY", "filter/KUBE-FIREWALL"} {
 				table, chain, _ := strings.Cut(c, "/")
-				if f.HasChain(table, chain) {
+				if f.HasChain(iptables.Table(table), iptables.Chain(chain)) {
 					kubeletChains = append(kubeletChains, c)
 				}
 			}
@@ -83,15 +67,17 @@ func TestIPTablesCleanup(t *testing.T) {
 				t.Fatalf("test dump lacks kubelet chains: %v", kubeletChains)
 			}
 
-			if err := cleanupIPTables(context.Background(), []IPTables{f}); err != nil {
+			if err := cleanupIPTables(context.Background(), []iptables.Interface{f}); err != nil {
 				t.Fatalf("cleanup: %v", err)
 			}
 
 			var got strings.Builder
-			for _, r := range f.Restores {
-				fmt.Fprintf(&got, "## iptables-restore -T %s --noflush\n%s", r.Table, r.Data)
+			for _, data := range f.Restores() {
+				// One table per restore: the header names it.
+				table, _, _ := strings.Cut(strings.TrimPrefix(data, "*"), "\n")
+				fmt.Fprintf(&got, "## iptables-restore -T %s --noflush\n%s", table, data)
 			}
-			fmt.Fprintf(&got, "## state after cleanup\n%s", f.Dump())
+			fmt.Fprintf(&got, "## state after cleanup\n%s", f.DumpAll())
 			checkGolden(t, tc.name+".golden", got.String())
 
 			// Exactly the foreign state survives: nothing of ours, all of theirs.
@@ -101,13 +87,13 @@ func TestIPTablesCleanup(t *testing.T) {
 					t.Errorf("%s: rules changed:\n got %q\nwant %q", key, after[key], rules)
 				}
 			}
-			for _, table := range []string{tableMangle, tableNAT, tableFilter} {
-				for _, c := range f.tables[table].chains {
-					if _, ok := want[table+"/"+c]; !ok {
+			for _, table := range []iptables.Table{tableMangle, tableNAT, tableFilter} {
+				for _, c := range f.Chains(table) {
+					if _, ok := want[string(table)+"/"+string(c)]; !ok {
 						t.Errorf("owned chain %s/%s survived", table, c)
 					}
-					for _, r := range f.tables[table].rules[c] {
-						if target := jumpTarget(r); strings.HasPrefix(target, "KUBE-") && target != "KUBE-FIREWALL" {
+					for _, r := range f.Rules(table, c) {
+						if target := ruleTarget(r); strings.HasPrefix(target, "KUBE-") && target != "KUBE-FIREWALL" {
 							t.Errorf("%s/%s still jumps to %s: %s", table, c, target, r)
 						}
 					}
@@ -115,42 +101,41 @@ func TestIPTablesCleanup(t *testing.T) {
 			}
 			for _, kubelet := range kubeletChains {
 				table, chain, _ := strings.Cut(kubelet, "/")
-				if !f.HasChain(table, chain) {
+				if !f.HasChain(iptables.Table(table), iptables.Chain(chain)) {
 					t.Errorf("kubelet chain %s was removed", kubelet)
 				}
 			}
 
 			// A second run finds nothing to do and succeeds.
-			restores := len(f.Restores)
-			if err := cleanupIPTables(context.Background(), []IPTables{f}); err != nil {
+			restores := len(f.Restores())
+			if err := cleanupIPTables(context.Background(), []iptables.Interface{f}); err != nil {
 				t.Fatalf("second cleanup: %v", err)
 			}
-			if len(f.Restores) != restores {
-				t.Errorf("second cleanup ran %d restores, want none", len(f.Restores)-restores)
+			if len(f.Restores()) != restores {
+				t.Errorf("second cleanup ran %d restores, want none", len(f.Restores())-restores)
 			}
 		})
 	}
 }
 
 func TestIPTablesCleanupSkipsAbsentFamily(t *testing.T) {
-	f := loadFake(t, IPv6, "iptables-mode.save")
-	f.Absent = true
-	before := f.Dump()
-	if err := cleanupIPTables(context.Background(), []IPTables{f}); err != nil {
+	f := loadFake(t, v1.IPv6Protocol, "iptables-mode.save")
+	f.SetPresent(false)
+	before := f.DumpAll()
+	if err := cleanupIPTables(context.Background(), []iptables.Interface{f}); err != nil {
 		t.Fatal(err)
 	}
-	if f.Dump() != before {
+	if f.DumpAll() != before {
 		t.Error("absent family was modified")
 	}
 }
 
 func TestIPTablesCleanupJoinsErrors(t *testing.T) {
-	v4 := loadFake(t, IPv4, "iptables-mode.save")
-	v6 := loadFake(t, IPv6, "iptables-mode.save")
+	v4 := loadFake(t, v1.IPv4Protocol, "iptables-mode.save")
+	v6 := loadFake(t, v1.IPv6Protocol, "iptables-mode.save")
 	natErr := errors.New("nat restore exploded")
-	v4.FailRestore = map[string]error{tableNAT: natErr}
 
-	err := cleanupIPTables(context.Background(), []IPTables{v4, v6})
+	err := cleanupIPTables(context.Background(), []iptables.Interface{failingRestore{Fake: v4, table: tableNAT, err: natErr}, v6})
 	if !errors.Is(err, natErr) {
 		t.Fatalf("error %v does not wrap the restore failure", err)
 	}
@@ -176,7 +161,7 @@ func TestRestoreInputNothingOwned(t *testing.T) {
 func TestServiceChainsOnlyInNAT(t *testing.T) {
 	// Upstream hunts per-service chains in nat only; a filter chain with
 	// such a name belongs to someone else.
-	existing := map[string]bool{"KUBE-SVC-ABC": true, "KUBE-SERVICES": true}
+	existing := map[iptables.Chain]bool{"KUBE-SVC-ABC": true, "KUBE-SERVICES": true}
 	got := string(restoreInput(tableFilter, existing))
 	want := "*filter\n:KUBE-SERVICES - [0:0]\n-X KUBE-SERVICES\nCOMMIT\n"
 	if got != want {
@@ -187,7 +172,7 @@ func TestServiceChainsOnlyInNAT(t *testing.T) {
 func TestOwnedJumpsDeduplicated(t *testing.T) {
 	seen := map[string]bool{}
 	for _, j := range ownedJumps() {
-		key := j.table + j.from + renderArgs(j.args())
+		key := string(j.table) + string(j.from) + strings.Join(j.args(), " ")
 		if seen[key] {
 			t.Errorf("duplicate jump %s", key)
 		}

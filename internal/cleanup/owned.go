@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/iptables"
 )
 
 // Names that upstream kube-proxy v1.37 owns. These lists are the whole
@@ -17,18 +19,18 @@ var nftablesFamilies = []knftables.Family{knftables.IPv4Family, knftables.IPv6Fa
 
 // iptables table names.
 const (
-	tableNAT    = "nat"
-	tableFilter = "filter"
-	tableMangle = "mangle"
+	tableNAT    = iptables.TableNAT
+	tableFilter = iptables.TableFilter
+	tableMangle = iptables.TableMangle
 )
 
 // jumpRule is a rule in a built-in chain that jumps into one of our chains.
 // It is deleted by exact match, so match order and comment must be as the
 // proxier installed them.
 type jumpRule struct {
-	table   string
-	from    string
-	to      string
+	table   iptables.Table
+	from    iptables.Chain
+	to      iptables.Chain
 	comment string
 	// match holds the match arguments placed before the comment match.
 	match []string
@@ -37,7 +39,7 @@ type jumpRule struct {
 // args returns the rule specification after "-t table -A from".
 func (j jumpRule) args() []string {
 	args := append([]string{}, j.match...)
-	return append(args, "-m", "comment", "--comment", j.comment, "-j", j.to)
+	return append(args, "-m", "comment", "--comment", j.comment, "-j", string(j.to))
 }
 
 var ctstateNew = []string{"-m", "conntrack", "--ctstate", "NEW"}
@@ -80,7 +82,7 @@ func ownedJumps() []jumpRule {
 	seen := map[string]bool{}
 	var out []jumpRule
 	for _, j := range append(append([]jumpRule{}, iptablesModeJumps...), ipvsModeJumps...) {
-		key := j.table + " " + j.from + " " + strings.Join(j.args(), " ")
+		key := string(j.table) + " " + string(j.from) + " " + strings.Join(j.args(), " ")
 		if !seen[key] {
 			seen[key] = true
 			out = append(out, j)
@@ -91,7 +93,7 @@ func ownedJumps() []jumpRule {
 
 // fixedChains are the chains removed per table when present: the iptables
 // proxier's first (upstream order), then the ipvs proxier's that it lacks.
-var fixedChains = map[string][]string{
+var fixedChains = map[iptables.Table][]iptables.Chain{
 	tableNAT: {
 		// iptables proxier
 		"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ", "KUBE-PROXY-CANARY",
@@ -107,7 +109,7 @@ var fixedChains = map[string][]string{
 }
 
 // mangleCanaryChain is the iptables proxier's only mangle chain.
-const mangleCanaryChain = "KUBE-PROXY-CANARY"
+const mangleCanaryChain = iptables.CanaryChain
 
 // serviceChainPrefixes name the iptables proxier's per-service and
 // per-endpoint chains (nat table only).

@@ -73,16 +73,19 @@ func proxyGates() map[featuregate.Feature]featuregate.VersionedSpecs {
 // NewFeatureGate returns a fresh gate set knowing every gate upstream kube-proxy
 // 1.37 accepts: the proxy gates above, the component-base logging, metrics and
 // z-pages gates, and (accepted for compatibility, without effect) the rest of
-// upstream's table. Each command gets its own; there is no global registry.
+// upstream's table. client-go's gates are registered with client-go's specs; they
+// take effect once the command installs the set with ClientGoGates. Each command
+// gets its own; there is no global registry.
 func NewFeatureGate() (featuregate.MutableVersionedFeatureGate, error) {
 	fg := featuregate.NewVersionedFeatureGate(emulatedKubernetesVersion)
 	if err := fg.AddVersioned(proxyGates()); err != nil {
 		return nil, fmt.Errorf("registering proxy feature gates: %w", err)
 	}
 	for name, add := range map[string]func(featuregate.MutableVersionedFeatureGate) error{
-		"logging": logsapi.AddFeatureGates,
-		"metrics": metricsfeatures.AddFeatureGates,
-		"zpages":  zpagesfeatures.AddFeatureGates,
+		"logging":   logsapi.AddFeatureGates,
+		"metrics":   metricsfeatures.AddFeatureGates,
+		"zpages":    zpagesfeatures.AddFeatureGates,
+		"client-go": addClientGoGates,
 	} {
 		if err := add(fg); err != nil {
 			return nil, fmt.Errorf("registering %s feature gates: %w", name, err)

@@ -1,6 +1,7 @@
 package nftnetlink
 
 import (
+	"slices"
 	"testing"
 
 	"sigs.k8s.io/knftables"
@@ -22,8 +23,46 @@ func BenchmarkBuildFull10k(b *testing.B) {
 	text := tx.String()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := ex.build(text, nil); err != nil {
+		if _, err := ex.build(slices.Values([]string{text}), nil, true); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkScriptFull10k measures what a full sync of 10,000 Services x 10
+// endpoints (endpoint maps, as the daemon) costs before the kernel: the script's
+// text written (render.FullScript) and translated into a netlink batch.
+func BenchmarkScriptFull10k(b *testing.B) {
+	cfg := testConfig(knftables.IPv4Family)
+	cfg.EndpointMaps = true
+	st := renderState(cfg, scaleViews(10000, 10))
+	ex, err := New(cfg.Family, render.TableName, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		bd, err := ex.build(render.FullScript(st, cfg.Family, 256<<10), nil, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(bd.size())/1e6, "MB")
+	}
+}
+
+// BenchmarkScriptTextFull10k is the text part of BenchmarkScriptFull10k alone.
+func BenchmarkScriptTextFull10k(b *testing.B) {
+	cfg := testConfig(knftables.IPv4Family)
+	cfg.EndpointMaps = true
+	st := renderState(cfg, scaleViews(10000, 10))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		n := 0
+		for piece := range render.FullScript(st, cfg.Family, 256<<10) {
+			n += len(piece)
+		}
+		b.ReportMetric(float64(n)/1e6, "MB")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func TestBuildGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ex.build(string(data), nil); err != nil {
+		if _, err := ex.build(slices.Values([]string{string(data)}), nil, true); err != nil {
 			t.Errorf("%s: %v", filepath.Base(f), err)
 		}
 	}
@@ -64,7 +65,7 @@ func TestUnsupportedSyntaxFails(t *testing.T) {
 		"add flowtable ip kube-proxy f",
 	} {
 		ex, _ := New(knftables.IPv4Family, "kube-proxy", Options{})
-		_, err := ex.build(prefix+line+"\n", nil)
+		_, err := ex.build(slices.Values([]string{prefix + line + "\n"}), nil, true)
 		if err == nil {
 			t.Errorf("%q: accepted", line)
 			continue

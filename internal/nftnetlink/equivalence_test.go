@@ -91,7 +91,7 @@ func compareScripts(t *testing.T, family knftables.Family, table string, scripts
 		if out, err := nftIn(nsNft, s); err != nil {
 			t.Fatalf("script %d: nft -f: %v\n%s", i, err, out)
 		}
-		if err := ex.apply(context.Background(), s, true); err != nil {
+		if err := ex.apply(context.Background(), oneText(s), true); err != nil {
 			t.Fatalf("script %d: netlink: %v", i, err)
 		}
 		want, got := listTable(t, nsNft, family, table), listTable(t, nsNl, family, table)

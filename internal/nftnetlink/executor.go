@@ -5,8 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
+	"os"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
@@ -81,21 +85,87 @@ func (e *Executor) Check(ctx context.Context, tx *knftables.Transaction) error {
 }
 
 func (e *Executor) run(ctx context.Context, tx *knftables.Transaction, commit bool) error {
+	if tx.NumOperations() == 0 {
+		// An empty transaction may still carry a pending error.
+		if err := txError(tx.String()); err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
 	if n := tx.NumOperations(); n > LargeTransactionOps && e.opts.LargeTransaction != nil {
 		defer e.opts.LargeTransaction(n)()
 	}
-	text := tx.String()
+	return e.apply(ctx, partTexts(func(yield func(*knftables.Transaction) bool) { yield(tx) }), commit)
+}
+
+// RunScript applies the nft command texts that script yields, in order,
+// atomically, as if they were the text of one transaction (tx.String(): the
+// commands this package supports, see the package documentation): they go into one
+// nfnetlink batch. Each text is translated and then dropped, so a large
+// transaction (a full sync, render/nftables.FullScript) never exists whole, neither
+// as knftables objects nor as text; element commands may refer to sets and maps
+// created by an earlier text.
+//
+// script may be iterated twice: a second time, after the kernel rejected the
+// batch, to quote the failing command in the error (only its position is kept). It
+// must yield the same texts again.
+//
+// The script is produced on another goroutine, ahead of the translation by at most
+// a few texts: writing the text and translating it then use two cores.
+func (e *Executor) RunScript(ctx context.Context, script iter.Seq[string]) error {
+	if e.opts.LargeTransaction != nil {
+		defer e.opts.LargeTransaction(0)()
+	}
+	return e.apply(ctx, readAhead(script, 2), true)
+}
+
+// readAhead yields the values of seq, which a goroutine of its own computes up to
+// depth values ahead. The goroutine ends before the iteration does.
+func readAhead(seq iter.Seq[string], depth int) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		values := make(chan string, depth)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer close(values)
+			for v := range seq {
+				select {
+				case values <- v:
+				case <-stop:
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			<-done
+		}()
+		for v := range values {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+// txError returns the error knftables recorded in a transaction (it prints it as a
+// trailing "# ERROR:" line), if any.
+func txError(text string) error {
 	if i := strings.Index(text, "# ERROR: "); i >= 0 {
 		return fmt.Errorf("nftnetlink: transaction error: %s", strings.TrimSpace(text[i+len("# ERROR: "):]))
 	}
-	if tx.NumOperations() == 0 {
-		return ctx.Err()
-	}
-	return e.apply(ctx, text, commit)
+	return nil
 }
 
-// apply sends the commands of a transaction text (tx.String()) as one batch.
-func (e *Executor) apply(ctx context.Context, text string, commit bool) error {
+// batchChunkSize is the size of the chunks a batch is built in (see builder).
+const batchChunkSize = 1 << 20
+
+// maxBatchChunks stays below the kernel's limit of iovecs per sendmsg (UIO_MAXIOV).
+const maxBatchChunks = 1000
+
+// apply sends the commands of the transaction texts as one batch.
+func (e *Executor) apply(ctx context.Context, texts iter.Seq[string], commit bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -104,35 +174,45 @@ func (e *Executor) apply(ctx context.Context, text string, commit bool) error {
 		return fmt.Errorf("nftnetlink: %w", err)
 	}
 	defer sock.close()
-	b, err := e.build(text, sock)
+	b, err := e.build(texts, sock, commit)
 	if err != nil {
 		return err
 	}
-	if !commit {
-		// Without BATCH_END the kernel validates the batch then aborts it.
-		b.buf = b.buf[:b.endOffset]
+	tSend := time.Now()
+	bufs := b.buffers()
+	if len(bufs) > maxBatchChunks {
+		bufs = [][]byte{slices.Concat(bufs...)}
 	}
-	if err := sock.send(b.buf); err != nil {
+	if err := sock.sendBuffers(bufs); err != nil {
 		return fmt.Errorf("nftnetlink: %w", err)
 	}
-	return collectErrors(sock, b)
+	fmt.Fprintln(os.Stderr, "TIMING send", time.Since(tSend), b.size())
+	return collectErrors(sock, b, func(ref commandRef) string { return commandAt(texts, ref) })
 }
 
-// batch is a built transaction: the bytes and where the BATCH_END message starts.
-type batch struct {
-	*builder
-	endOffset int
+// partTexts yields the text of each transaction of parts (tx.String(), the
+// executor's contract with knftables: see the package documentation).
+func partTexts(parts iter.Seq[*knftables.Transaction]) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for tx := range parts {
+			if !yield(tx.String()) {
+				return
+			}
+		}
+	}
 }
 
-// build translates the transaction text into one batch (BEGIN, messages, END).
-func (e *Executor) build(text string, sock *socket) (*batch, error) {
-	// The netlink form is about 2.6 times the size of the nft text.
-	b := &builder{buf: make([]byte, 0, len(text)*3+256)}
+// build translates the transaction texts into one batch (BEGIN, messages, and
+// END unless the batch is only to be checked: without BATCH_END the kernel
+// validates the batch and then aborts it).
+func (e *Executor) build(texts iter.Seq[string], sock *socket, commit bool) (*builder, error) {
+	b := &builder{buf: make([]byte, 0, batchChunkSize+batchChunkSize/4), chunkSize: batchChunkSize}
 	m := b.beginMsg(unix.NFNL_MSG_BATCH_BEGIN, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)
 	b.endMsg(m)
 	t := &translator{
 		b: b, family: string(e.family), nfproto: e.nfproto, table: e.table,
-		sets: map[string]*setInfo{},
+		sets:       map[string]*setInfo{},
+		rulePrefix: "add rule " + string(e.family) + " " + e.table + " ",
 		lookup: func(name string) (*setInfo, error) {
 			if sock == nil {
 				return nil, fmt.Errorf("not defined in the transaction")
@@ -140,25 +220,57 @@ func (e *Executor) build(text string, sock *socket) (*batch, error) {
 			return getSet(sock, e.nfproto, e.table, name)
 		},
 	}
-	for line := range strings.Lines(text) {
-		line = strings.TrimRight(line, "\n")
-		if strings.TrimSpace(line) == "" {
-			continue
+	part := int32(0)
+	for text := range texts {
+		if err := txError(text); err != nil {
+			return nil, err
 		}
-		if err := t.command(line); err != nil {
-			return nil, fmt.Errorf("nftnetlink: %q: %w", line, err)
+		t.at = commandRef{Part: part, Line: -1}
+		for line := range strings.Lines(text) {
+			t.at.Line++
+			line = strings.TrimRight(line, "\n")
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			if err := t.command(line); err != nil {
+				return nil, fmt.Errorf("nftnetlink: %q: %w", line, err)
+			}
 		}
+		part++
 	}
 	t.flushElems()
-	end := len(b.buf)
-	m = b.beginMsg(unix.NFNL_MSG_BATCH_END, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)
-	b.endMsg(m)
-	return &batch{builder: b, endOffset: end}, nil
+	if commit {
+		m = b.beginMsg(unix.NFNL_MSG_BATCH_END, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)
+		b.endMsg(m)
+	}
+	return b, nil
 }
+
+// commandAt returns the text of the command at ref, iterating texts again.
+func commandAt(texts iter.Seq[string], ref commandRef) string {
+	part := int32(0)
+	for text := range texts {
+		if part == ref.Part {
+			line := int32(0)
+			for l := range strings.Lines(text) {
+				if line == ref.Line {
+					return strings.TrimRight(l, "\n")
+				}
+				line++
+			}
+			return ""
+		}
+		part++
+	}
+	return ""
+}
+
+// maxQuotedErrors bounds the errors of one batch reported with their command.
+const maxQuotedErrors = 8
 
 // collectErrors reads the error replies queued by the batch (there are none when
 // it was committed).
-func collectErrors(sock *socket, b *batch) error {
+func collectErrors(sock *socket, b *builder, commandText func(commandRef) string) error {
 	var errs []error
 	for {
 		replies, err := sock.recv(false)
@@ -180,7 +292,10 @@ func collectErrors(sock *socket, b *batch) error {
 			if code == nil {
 				continue
 			}
-			if cmd := b.commandFor(seq); cmd != "" {
+			// Quoting a command may translate the transaction's text again: only
+			// the first few errors are quoted.
+			if ref, ok := b.commandFor(seq); ok && len(errs) < maxQuotedErrors {
+				cmd := commandText(ref)
 				errs = append(errs, fmt.Errorf("%q: %w", cmd, code))
 			} else {
 				errs = append(errs, fmt.Errorf("batch: %w", code))

@@ -99,12 +99,12 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := ex.apply(ctx, vocabBase, true); err != nil {
+	if err := ex.apply(ctx, oneText(vocabBase), true); err != nil {
 		t.Fatal(err)
 	}
 	before := listTable(t, ns, knftables.IPv4Family, "kube-proxy")
 	bad := "add element ip kube-proxy s4 { 10.0.0.7 }\nflush chain ip kube-proxy c1\nadd rule ip kube-proxy c1 jump no-such-chain\nadd chain ip kube-proxy c3\n"
-	err = ex.apply(ctx, bad, true)
+	err = ex.apply(ctx, oneText(bad), true)
 	if err == nil || !strings.Contains(err.Error(), "jump no-such-chain") {
 		t.Fatalf("got %v, want an error naming the jump", err)
 	}

@@ -37,7 +37,7 @@ func timeApply(t *testing.T, ex *Executor, reps int, text string) []time.Duratio
 	var ds []time.Duration
 	for i := range reps {
 		start := time.Now()
-		if err := ex.apply(context.Background(), fmt.Sprintf(text, i+1), true); err != nil {
+		if err := ex.apply(context.Background(), oneText(fmt.Sprintf(text, i+1)), true); err != nil {
 			t.Fatalf("%v\n%s", err, fmt.Sprintf(text, i+1))
 		}
 		ds = append(ds, time.Since(start))
@@ -113,7 +113,7 @@ func TestKernelCostVsChains(t *testing.T) {
 				text += "add map ip kube-proxy eps-1 { type integer : ipv4_addr . inet_service ; }\nadd element ip kube-proxy eps-1 { 3 : 10.250.0.0 . 8080 }\n"
 			}
 			start := time.Now()
-			if err := ex.apply(context.Background(), text, true); err != nil {
+			if err := ex.apply(context.Background(), oneText(text), true); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%s, %d chains: table built in %v", shape.name, n, time.Since(start).Round(time.Millisecond))
@@ -266,7 +266,7 @@ func TestKernelCostOfDeletes(t *testing.T) {
 		text += fmt.Sprintf("add element ip kube-proxy pairs { 192.2.0.%d . 80 }\n", i+1)
 		text += fmt.Sprintf("add rule ip kube-proxy probe3 ip saddr 10.9.8.%d counter\n", i+1)
 	}
-	if err := ex.apply(context.Background(), text, true); err != nil {
+	if err := ex.apply(context.Background(), oneText(text), true); err != nil {
 		t.Fatal(err)
 	}
 	probes := []struct{ name, text string }{

@@ -6,21 +6,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// builder appends netlink messages and attributes to one buffer: the whole batch is
-// a single byte slice handed to one sendmsg, with no per-message allocation.
+// builder appends netlink messages and attributes to buffers handed to one
+// sendmsg, with no per-message allocation. With chunkSize set, the batch is kept
+// in chunks of about that size, each ending at a message boundary, rather than in
+// one slice: a slice growing by doubling would briefly hold a large batch twice
+// (the old and the new array), and the kernel gathers the chunks into one skb
+// anyway.
 type builder struct {
-	buf []byte
-	seq uint32
-	// cmds[i] is the command whose messages have sequence numbers from seqs[i] on,
+	buf []byte // the chunk being written
+	// sealed are the earlier, complete chunks.
+	sealed    [][]byte
+	chunkSize int
+	seq       uint32
+	// refs[i] is the command whose messages have sequence numbers from seqs[i] on,
 	// so kernel errors (which carry the failing message's sequence) can be reported
 	// with the command's text.
 	seqs []uint32
-	cmds []string
+	refs []commandRef
 }
+
+// commandRef locates a command in the transactions of a batch: line Line of the
+// text of transaction Part. The text itself is not kept, so that the parts of a
+// large batch can be collected while it is built.
+type commandRef struct{ Part, Line int32 }
 
 const nlaHdrLen = 4
 
 func (b *builder) beginMsg(msgType uint16, flags uint16, family byte, resID uint16) int {
+	if b.chunkSize > 0 && len(b.buf) >= b.chunkSize {
+		// No message is open between messages, so every offset handed out so far
+		// belongs to a finished message and the chunk can be sealed.
+		b.sealed = append(b.sealed, b.buf)
+		b.buf = make([]byte, 0, b.chunkSize+b.chunkSize/4)
+	}
 	start := len(b.buf)
 	b.seq++
 	var h [unix.NLMSG_HDRLEN + 4]byte
@@ -83,22 +101,35 @@ func (b *builder) endNest(start int) {
 	binary.NativeEndian.PutUint16(b.buf[start:], uint16(len(b.buf)-start))
 }
 
-// markCommand records that the following messages belong to cmd.
-func (b *builder) markCommand(cmd string) {
+// buffers returns the batch as the list of its chunks.
+func (b *builder) buffers() [][]byte { return append(b.sealed[:len(b.sealed):len(b.sealed)], b.buf) }
+
+// size is the length of the batch in bytes.
+func (b *builder) size() int {
+	n := len(b.buf)
+	for _, c := range b.sealed {
+		n += len(c)
+	}
+	return n
+}
+
+// markCommand records that the following messages belong to the command at ref.
+func (b *builder) markCommand(ref commandRef) {
 	b.seqs = append(b.seqs, b.seq+1)
-	b.cmds = append(b.cmds, cmd)
+	b.refs = append(b.refs, ref)
 }
 
 // commandFor returns the command that produced the message with sequence seq.
-func (b *builder) commandFor(seq uint32) string {
-	cmd := ""
+func (b *builder) commandFor(seq uint32) (commandRef, bool) {
+	var ref commandRef
+	found := false
 	for i, s := range b.seqs {
 		if s > seq {
 			break
 		}
-		cmd = b.cmds[i]
+		ref, found = b.refs[i], true
 	}
-	return cmd
+	return ref, found
 }
 
 // udata builds nftnl userdata: a list of (type u8, length u8, value) records.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -61,3 +63,6 @@ func nftIn(ns string, stdin string, args ...string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// oneText is a batch of one transaction text.
+func oneText(text string) iter.Seq[string] { return slices.Values([]string{text}) }

@@ -39,6 +39,18 @@ type translator struct {
 	pending *pendingElems
 	// toks is the token buffer of the line being translated, reused line after line.
 	toks []token
+	// at locates the line being translated, for error reports.
+	at commandRef
+	// rulePrefix is "add rule <family> <table> ", and rules caches the encoding
+	// (everything after the chain attribute) of rule texts seen in this batch,
+	// see cachedRule.
+	rulePrefix string
+	rules      map[string][]byte
+	// line is the command being translated.
+	line string
+	// Scratch buffers of elementCmd, reused element after element.
+	kparts, dparts []string
+	key, data      []byte
 }
 
 type pendingElems struct {
@@ -51,6 +63,10 @@ func (t *translator) newID() uint32 { t.nextSetID++; return t.nextSetID }
 
 // command translates one line of tx.String().
 func (t *translator) command(line string) error {
+	if t.cachedRule(line) {
+		return nil
+	}
+	t.line = line
 	toks, err := appendTokens(t.toks[:0], line)
 	if err != nil {
 		return err
@@ -66,7 +82,7 @@ func (t *translator) command(line string) error {
 	}
 	if kind != "element" {
 		t.flushElems()
-		t.b.markCommand(line)
+		t.b.markCommand(t.at)
 	}
 	switch verb {
 	case "add", "create", "delete", "flush":
@@ -296,6 +312,7 @@ func (t *translator) ruleCmd(verb string, c *cursor) error {
 	if err != nil {
 		return err
 	}
+	cacheable := len(r.anon) == 0
 	for _, a := range r.anon {
 		if err := t.anonSet(a); err != nil {
 			return err
@@ -305,6 +322,7 @@ func (t *translator) ruleCmd(verb string, c *cursor) error {
 	m := b.nftMsg(unix.NFT_MSG_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, t.nfproto)
 	b.attrString(unix.NFTA_RULE_TABLE, t.table)
 	b.attrString(unix.NFTA_RULE_CHAIN, chain)
+	encStart := len(b.buf)
 	list := b.beginNest(unix.NFTA_RULE_EXPRESSIONS)
 	for _, e := range r.exprs {
 		data, err := expr.Marshal(t.nfproto, e)
@@ -322,6 +340,9 @@ func (t *translator) ruleCmd(verb string, c *cursor) error {
 			return err
 		}
 		b.attr(unix.NFTA_RULE_USERDATA, ud)
+	}
+	if cacheable {
+		t.cacheRule(t.line, b.buf[encStart:])
 	}
 	b.endMsg(m)
 	return nil
@@ -627,7 +648,7 @@ func (t *translator) elementCmd(verb string, c *cursor, line string) error {
 	if err := c.expect("{"); err != nil {
 		return err
 	}
-	var kparts []string
+	kparts := t.kparts[:0]
 	for {
 		kparts = append(kparts, c.next())
 		if !c.accept(".") {
@@ -651,16 +672,18 @@ func (t *translator) elementCmd(verb string, c *cursor, line string) error {
 				return err
 			}
 		} else {
-			var dparts []string
+			dparts := t.dparts[:0]
 			for {
 				dparts = append(dparts, c.next())
 				if !c.accept(".") {
 					break
 				}
 			}
-			if data, err = encodeKey(*info.data, dparts); err != nil {
+			t.dparts = dparts
+			if data, err = appendKey(t.data[:0], *info.data, dparts); err != nil {
 				return err
 			}
+			t.data = data
 		}
 	} else if info.data != nil && verb != "delete" {
 		return fmt.Errorf("map element without value")
@@ -677,16 +700,18 @@ func (t *translator) elementCmd(verb string, c *cursor, line string) error {
 		// set's elements, which the renderer never needs.
 		return fmt.Errorf("elements of interval sets are not supported")
 	}
-	k, err := encodeKey(info.key, kparts)
+	t.kparts = kparts
+	k, err := appendKey(t.key[:0], info.key, kparts)
 	if err != nil {
 		return err
 	}
-	keys := []anonElem{{key: k}}
+	t.key = k
+	keys := [1]anonElem{{key: k}}
 
 	b := t.b
 	if p := t.pending; p == nil || p.verb != verb || p.set != name || len(b.buf)-p.list > maxElemsBytes {
 		t.flushElems()
-		b.markCommand(line)
+		b.markCommand(t.at)
 		typ, flags := unix.NFT_MSG_NEWSETELEM, createFlags(verb)
 		if verb == "delete" {
 			typ, flags = unix.NFT_MSG_DELSETELEM, 0

@@ -72,20 +72,28 @@ func (s *socket) close() { unix.Close(s.fd) }
 // send writes buf in one sendmsg: the kernel handles a netlink message to itself
 // synchronously, so when send returns the batch has been committed or aborted and
 // any error replies are queued on the socket.
-func (s *socket) send(buf []byte) error {
+func (s *socket) send(buf []byte) error { return s.sendBuffers([][]byte{buf}) }
+
+// sendBuffers writes the concatenation of bufs in one sendmsg (gathered by the
+// kernel into one skb, as an nfnetlink batch must arrive).
+func (s *socket) sendBuffers(bufs [][]byte) error {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
 	// A batch must arrive in one skb, which the send buffer bounds.
-	if cur, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err == nil && cur/2 < len(buf)+4096 {
-		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, len(buf)+4096); err != nil {
-			return fmt.Errorf("netlink send buffer of %d bytes: %w", len(buf), err)
+	if cur, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err == nil && cur/2 < n+4096 {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, n+4096); err != nil {
+			return fmt.Errorf("netlink send buffer of %d bytes: %w", n, err)
 		}
 	}
 	for {
-		err := unix.Sendto(s.fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+		_, err := unix.SendmsgBuffers(s.fd, bufs, nil, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}, 0)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("netlink sendmsg (%d bytes): %w", len(buf), err)
+			return fmt.Errorf("netlink sendmsg (%d bytes): %w", n, err)
 		}
 		return nil
 	}

@@ -100,12 +100,12 @@ func TestKernelTiming10k(t *testing.T) {
 	dNl := time.Since(start)
 	// Where the executor's time goes: text to batch, then the kernel.
 	start = time.Now()
-	b, err := ex.build(text, nil)
+	b, err := ex.build(slices.Values([]string{text}), nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dBuild := time.Since(start)
-	t.Logf("full sync: %d operations, %d bytes of nft text, %d bytes of netlink", full.NumOperations(), len(text), len(b.buf))
+	t.Logf("full sync: %d operations, %d bytes of nft text, %d bytes of netlink", full.NumOperations(), len(text), b.size())
 	t.Logf("full sync: nft -f %v, netlink %v (of which building the batch %v)", dNft.Round(time.Millisecond), dNl.Round(time.Millisecond), dBuild.Round(time.Millisecond))
 
 	// Full sync again on top (delete + re-add of the whole table in one batch).
@@ -129,16 +129,17 @@ func TestKernelTiming10k(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := ex.build(tx.String(), sock)
+			texts := oneText(tx.String())
+			b, err := ex.build(texts, sock, true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			built := time.Now()
-			if err := sock.send(b.buf); err != nil {
+			if err := sock.sendBuffers(b.buffers()); err != nil {
 				t.Fatal(err)
 			}
 			sent := time.Now()
-			if err := collectErrors(sock, b); err != nil {
+			if err := collectErrors(sock, b, func(r commandRef) string { return commandAt(texts, r) }); err != nil {
 				t.Fatal(err)
 			}
 			sock.close()
@@ -176,21 +177,21 @@ func TestKernelTiming10k(t *testing.T) {
 		{"map element with goto", "add element ip kube-proxy service-ips { 172.31.%d.2 . tcp . 80 : goto endpoint-probe }\n"},
 		{"rule with jump", "add rule ip kube-proxy endpoint-probe2 ip saddr 10.9.9.%d jump endpoint-probe\n"},
 	}
-	if err := ex.apply(ctx, "add chain ip kube-proxy endpoint-probe\nadd chain ip kube-proxy endpoint-probe2\n", true); err != nil {
+	if err := ex.apply(ctx, oneText("add chain ip kube-proxy endpoint-probe\nadd chain ip kube-proxy endpoint-probe2\n"), true); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range probes {
 		var ds []time.Duration
 		for i := range reps {
 			start := time.Now()
-			if err := ex.apply(ctx, fmt.Sprintf(p.text, i+1), true); err != nil {
+			if err := ex.apply(ctx, oneText(fmt.Sprintf(p.text, i+1)), true); err != nil {
 				t.Fatal(err)
 			}
 			ds = append(ds, time.Since(start))
 		}
 		t.Logf("netlink probe %s: %s", p.name, stats(ds))
 	}
-	if err := ex.apply(ctx, "flush chain ip kube-proxy endpoint-probe2\ndelete chain ip kube-proxy endpoint-probe2\n", true); err != nil {
+	if err := ex.apply(ctx, oneText("flush chain ip kube-proxy endpoint-probe2\ndelete chain ip kube-proxy endpoint-probe2\n"), true); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -179,10 +179,14 @@ func encodeValue(dst []byte, t dataType, s string) ([]byte, error) {
 // encodeKey encodes a (possibly concatenated) key given as its words, padding each
 // field of a concatenation to 32 bits.
 func encodeKey(k keyType, parts []string) ([]byte, error) {
+	return appendKey(make([]byte, 0, k.size()), k, parts)
+}
+
+// appendKey appends the encoding of parts as a value of k to out.
+func appendKey(out []byte, k keyType, parts []string) ([]byte, error) {
 	if len(parts) != len(k.fields) {
 		return nil, fmt.Errorf("value %q has %d fields, type has %d", strings.Join(parts, " . "), len(parts), len(k.fields))
 	}
-	out := make([]byte, 0, k.size())
 	for i, f := range k.fields {
 		var err error
 		start := len(out)

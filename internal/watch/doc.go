@@ -9,7 +9,9 @@
 //   - this node only (field selector metadata.name=<node>), optionally sharing the
 //     node manager's informer.
 //
-// managedFields are stripped from every cached object. Events fan out, in
+// Cached objects are trimmed to what the proxy reads (TrimForProxy: no
+// managedFields anywhere; Services and EndpointSlices also lose labels,
+// annotations and per-endpoint fields that kube-proxy never reads). Events fan out, in
 // registration order, to typed handlers (ServiceHandler, EndpointSliceHandler,
 // NodeHandler, NodeTopologyHandler, ServiceCIDRHandler) whose shape follows
 // upstream's pkg/proxy/config. An informer is only started for a kind that has at

@@ -125,7 +125,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	var factories []informers.SharedInformerFactory
 	newFactory := func(tweak func(*metav1.ListOptions)) informers.SharedInformerFactory {
-		opts := []informers.SharedInformerOption{informers.WithTransform(StripManagedFields)}
+		opts := []informers.SharedInformerOption{informers.WithTransform(TrimForProxy)}
 		if tweak != nil {
 			opts = append(opts, informers.WithTweakListOptions(tweak))
 		}

@@ -1,13 +1,15 @@
 // Command kproxy-bench is `make bench`: it brings up the lab, loads Services once per
-// size, runs kproxy and upstream kube-proxy v1.37.2 one after the other in node1
-// (nftables mode), prints a table of absolute figures and kproxy/upstream ratios, and
+// size, runs kproxy and upstream kube-proxy v1.37.2 one after the other in node1, in
+// each mode (nftables and iptables by default, both proxies in the same mode), prints a
+// table of absolute figures and kproxy/upstream ratios per mode, and
 // writes it, with the machine's description, to bench/results/<UTC timestamp>.md (and
 // into README.md between the bench markers, when present).
 //
 // Usage:
 //
-//	kproxy-bench [--services 1000,10000] [--with-30k] [--repeat N] [--cap 5m]
-//	             [--scenarios sync,change,dataplane,rate] [--changes 100] ...
+//	kproxy-bench [--modes nftables,iptables] [--services 1000,10000] [--with-30k]
+//	             [--repeat N] [--cap 5m] [--scenarios sync,change,dataplane,rate]
+//	             [--changes 100] ...
 package main
 
 import (
@@ -34,6 +36,7 @@ func main() {
 	with30k := flag.Bool("with-30k", false, "also measure 30,000 Services (initial sync and dataplane)")
 	repeat := flag.Int("repeat", 0, "initial-sync repetitions per size (0: 3 below 10,000 Services, 1 from there)")
 	capDur := flag.Duration("cap", 5*time.Minute, "bound of one initial sync (reported as \"> cap\")")
+	modes := flag.String("modes", strings.Join(bench.Modes, ","), "proxy modes to measure, each with both proxies")
 	scenarios := flag.String("scenarios", "sync,change,dataplane,rate", "scenarios to run")
 	sample := flag.Int("sample", 50, "ClusterIPs probed by the initial-sync check")
 	changeSize := flag.Int("change-services", 10000, "Service count at which change latency is measured")
@@ -52,6 +55,10 @@ func main() {
 	keep := flag.Bool("keep-workdir", false, "keep the lab's work directory (proxy logs)")
 	flag.Parse()
 
+	modeList, err := parseModes(*modes)
+	if err != nil {
+		fatal(err)
+	}
 	sizes, err := parseInts(*services)
 	if err != nil {
 		fatal(err)
@@ -85,6 +92,7 @@ func main() {
 	}
 	cfg := bench.Config{
 		Proxies:        []bench.Proxy{{Name: "kproxy", Bin: *kproxyBin}, {Name: "upstream", Bin: *upstreamBin}},
+		Modes:          modeList,
 		Sizes:          sizes,
 		Scenarios:      strings.Split(*scenarios, ","),
 		Repeat:         *repeat,
@@ -136,6 +144,11 @@ func run(cfg bench.Config, keep bool, outDir string, updateReadme bool, readmePa
 		return err
 	}
 	fmt.Printf("lab %s up in %s; work dir %s\n", l.ID, l.StartDuration.Round(time.Millisecond), l.WorkDir)
+	if contains(cfg.Modes, bench.ModeIPTables) {
+		if err := bench.CheckIPTablesBackend(ctx, l); err != nil {
+			return err
+		}
+	}
 
 	res, runErr := bench.NewRunner(l, cfg).Run(ctx)
 	if res == nil {
@@ -180,7 +193,26 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-func contains(xs []int, x int) bool {
+func parseModes(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if !contains(bench.Modes, f) {
+			return nil, fmt.Errorf("unknown mode %q (known: %s)", f, strings.Join(bench.Modes, ", "))
+		}
+		if !contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no mode given")
+	}
+	return out, nil
+}
+
+func contains[T comparable](xs []T, x T) bool {
 	for _, y := range xs {
 		if y == x {
 			return true

@@ -3,19 +3,21 @@ package nftables
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/conntrack"
+	"github.com/kproxy/kproxy/internal/dataplane/followup"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
@@ -26,15 +28,10 @@ import (
 const DefaultFullSyncPeriod = time.Hour
 
 // HealthUpdater is told when all queued changes of a family are applied.
-type HealthUpdater interface {
-	Updated(family v1.IPFamily)
-}
+type HealthUpdater = followup.HealthUpdater
 
 // ServiceHealth serves the healthCheckNodePorts of one family.
-type ServiceHealth interface {
-	SyncServices(map[types.NamespacedName]uint16) error
-	SyncEndpoints(map[types.NamespacedName]int) error
-}
+type ServiceHealth = followup.ServiceHealth
 
 // Config configures a Proxier. Required: Family, Render, NFT, State.
 type Config struct {
@@ -78,14 +75,13 @@ type Proxier struct {
 	base         *render.Fragment
 	applied      *render.State
 	lastFullSync time.Time
-	// pendingConntrack holds UDP cleanup work of syncs whose transaction failed.
-	pendingConntrack   bool
-	deletedUDP         []*model.ServicePort
-	noLocalEndpoints   map[model.ServicePortName]noLocal
-	healthPortsPending bool
+	// followUp does the work around the transaction shared with the other modes.
+	followUp *followup.Work
+	// early is the Update of Precommit, for the first Sync; synced turns
+	// Precommit off once Sync ran.
+	early  *model.Update
+	synced bool
 }
-
-type noLocal struct{ internal, external bool }
 
 // New returns a Proxier; it touches nothing.
 func New(cfg Config) (*Proxier, error) {
@@ -102,12 +98,37 @@ func New(cfg Config) (*Proxier, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Proxier{
-		cfg:                cfg,
-		renderCfg:          cfg.Render,
-		serviceCIDRs:       cfg.Render.ServiceCIDRs,
-		noLocalEndpoints:   map[model.ServicePortName]noLocal{},
-		healthPortsPending: true,
+		cfg:          cfg,
+		renderCfg:    cfg.Render,
+		serviceCIDRs: cfg.Render.ServiceCIDRs,
+		followUp: followup.New(followup.Config{
+			Family:        cfg.Family,
+			State:         cfg.State,
+			Conntrack:     cfg.Conntrack,
+			Metrics:       cfg.Metrics,
+			Health:        cfg.Health,
+			ServiceHealth: cfg.ServiceHealth,
+			Recorder:      cfg.Recorder,
+			Clock:         cfg.Clock,
+		}),
 	}, nil
+}
+
+// Precommit commits the model's pending changes ahead of the first sync and keeps
+// the Update for it. While the informers list tens of thousands of objects, the
+// CPU mostly waits for the API server: converting what has arrived then takes the
+// conversion off the first sync's critical path. It must be called from the
+// goroutine that calls Sync, and does nothing once a sync has run.
+func (p *Proxier) Precommit() {
+	if p.synced {
+		return
+	}
+	update := p.cfg.State.Commit()
+	if p.early == nil {
+		p.early = update
+		return
+	}
+	p.early.Merge(update)
 }
 
 // SetServiceCIDRs records the cluster's ServiceCIDRs of this family (any goroutine).
@@ -124,24 +145,33 @@ func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
 func (p *Proxier) Sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
 	start := p.cfg.Clock.Now()
+	p.synced = true
 	update := p.cfg.State.Commit()
-	p.reportProblems(logger, update.Problems)
+	if p.early != nil {
+		p.early.Merge(update)
+		update, p.early = p.early, nil
+	}
+	p.followUp.ReportProblems(logger, update.Problems)
 
 	baseChanged := p.refreshRenderConfig(ctx)
 	full := p.applied == nil || start.Sub(p.lastFullSync) >= p.cfg.FullSyncPeriod
 	if !full && !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0 {
-		p.afterSuccess(ctx, update, start, false)
+		p.followUp.Succeeded(ctx, update, start, false)
 		return nil
 	}
 
-	tx := p.cfg.NFT.NewTransaction()
-	var commit func()
+	var (
+		run    func() error
+		ops    int
+		commit func()
+	)
 	if full {
 		base := render.RenderBase(&p.renderCfg)
 		st := render.NewState(&base, render.RenderServices(&p.renderCfg, slices.Collect(p.cfg.State.Views())))
-		render.WriteFull(tx, st)
+		run = p.fullSyncRunner(ctx, st, &ops)
 		commit = func() { p.base, p.applied, p.lastFullSync = &base, st, start }
 	} else {
+		tx := p.cfg.NFT.NewTransaction()
 		updates := make(map[model.ServicePortName]*render.Fragment, len(update.Changed)+len(update.Deleted))
 		for _, name := range update.Changed {
 			if view := p.cfg.State.View(name); view != nil {
@@ -158,6 +188,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 			newBase = &b
 		}
 		plan := p.applied.Plan(tx, newBase, updates, render.PlanOptions{})
+		run = func() error { ops = tx.NumOperations(); return p.cfg.NFT.Run(ctx, tx) }
 		commit = func() {
 			p.applied.Commit(plan)
 			if newBase != nil {
@@ -166,44 +197,56 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		}
 	}
 
-	if err := p.cfg.NFT.Run(ctx, tx); err != nil {
+	if err := run(); err != nil {
 		// The kernel still holds the previous whole state. Forget what we think is
 		// applied so that the retry rewrites the table from the model, and keep the
 		// conntrack work of this update for the sync that succeeds.
 		p.applied = nil
-		p.keepConntrackWork(update)
-		// This update's health check node port change is consumed: remember it.
-		if update.HealthCheckNodePortsChanged {
-			p.healthPortsPending = true
-		}
+		p.followUp.Failed(update)
 		p.cfg.Metrics.IncNFTablesSyncFailures()
-		return fmt.Errorf("nftables %s transaction (%d operations, full=%t): %w", p.cfg.Family, tx.NumOperations(), full, err)
+		return fmt.Errorf("nftables %s transaction (%d operations, full=%t): %w", p.cfg.Family, ops, full, err)
 	}
 	commit()
 	logger.V(2).Info("Synced nftables rules", "full", full, "changed", len(update.Changed), "deleted", len(update.Deleted),
-		"operations", tx.NumOperations(), "elapsed", p.cfg.Clock.Since(start))
-	p.afterSuccess(ctx, update, start, full)
+		"operations", ops, "elapsed", p.cfg.Clock.Since(start))
+	p.followUp.Succeeded(ctx, update, start, full)
 	return nil
 }
 
-// reportProblems logs each piece of API data the model skipped and records a Warning
-// event on its object, so that the owner of a Service sees why part of it is not
-// programmed; everything else is programmed as usual.
-func (p *Proxier) reportProblems(logger klog.Logger, problems []*model.DataError) {
-	for _, problem := range problems {
-		logger.Error(problem, "Skipping invalid Service or EndpointSlice data")
-		if p.cfg.Recorder == nil {
-			continue
+// ScriptRunner is implemented by writers that apply a sequence of nft command texts
+// as one atomic transaction (nftnetlink.Executor): a full sync is then written as
+// render.FullScript's pieces, never as one knftables transaction.
+type ScriptRunner interface {
+	RunScript(ctx context.Context, script iter.Seq[string]) error
+}
+
+// fullSyncPieceBytes is the size of the pieces of a full sync given to a
+// ScriptRunner: nothing is paid per piece at that size, and one piece is all of
+// the full sync's text that exists at a time.
+const fullSyncPieceBytes = 256 << 10
+
+// fullSyncRunner returns the function that writes the full sync of st, counting
+// its operations into ops (lines of the script when written as one).
+func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, ops *int) func() error {
+	if sr, ok := p.cfg.NFT.(ScriptRunner); ok {
+		return func() error {
+			counted := func(yield func(string) bool) {
+				*ops = 0
+				for piece := range render.FullScript(st, p.renderCfg.Family, fullSyncPieceBytes) {
+					*ops += strings.Count(piece, "\n")
+					if !yield(piece) {
+						return
+					}
+				}
+			}
+			return sr.RunScript(ctx, counted)
 		}
-		ref := &v1.ObjectReference{Kind: problem.Kind, Namespace: problem.Object.Namespace, Name: problem.Object.Name}
-		switch problem.Kind {
-		case "Service":
-			ref.APIVersion = "v1"
-		case "EndpointSlice":
-			ref.APIVersion = "discovery.k8s.io/v1"
-		}
-		p.cfg.Recorder.Eventf(ref, nil, v1.EventTypeWarning, "InvalidData", "SyncProxyRules",
-			"kube-proxy (%s) skipped %s %q: %s", p.cfg.Family, problem.Field, problem.Value, problem.Reason)
+	}
+	return func() error {
+		tx := p.cfg.NFT.NewTransaction()
+		render.WriteFull(tx, st)
+		*ops = tx.NumOperations()
+		return p.cfg.NFT.Run(ctx, tx)
 	}
 }
 
@@ -228,146 +271,4 @@ func (p *Proxier) refreshRenderConfig(ctx context.Context) bool {
 		}
 	}
 	return changed && p.applied != nil
-}
-
-func (p *Proxier) keepConntrackWork(update *model.Update) {
-	// A deleted UDP Service needs the cleanup even when its EndpointSlices did not
-	// change (yet): the model sets ConntrackCleanupRequired only for endpoint changes.
-	if update.ConntrackCleanupRequired || len(update.DeletedUDPServicePorts) > 0 {
-		p.pendingConntrack = true
-	}
-	p.deletedUDP = append(p.deletedUDP, update.DeletedUDPServicePorts...)
-}
-
-// afterSuccess does the follow-up work of a sync whose rules are in the kernel.
-func (p *Proxier) afterSuccess(ctx context.Context, update *model.Update, start time.Time, full bool) {
-	logger := klog.FromContext(ctx)
-	p.keepConntrackWork(update)
-	if p.pendingConntrack && p.cfg.Conntrack != nil {
-		p.cleanConntrack(ctx)
-	}
-
-	if p.cfg.ServiceHealth != nil {
-		if update.HealthCheckNodePortsChanged || p.healthPortsPending {
-			if err := p.cfg.ServiceHealth.SyncServices(p.cfg.State.HealthCheckNodePorts()); err != nil {
-				logger.Error(err, "Error syncing healthcheck services", "ipFamily", p.cfg.Family)
-			} else {
-				p.healthPortsPending = false
-			}
-		}
-		if err := p.cfg.ServiceHealth.SyncEndpoints(p.cfg.State.LocalReadyEndpoints()); err != nil {
-			logger.Error(err, "Error syncing healthcheck endpoints", "ipFamily", p.cfg.Family)
-		}
-	}
-
-	p.recordNoLocalEndpoints(update, full)
-
-	now := p.cfg.Clock.Now()
-	elapsed := now.Sub(start)
-	m := p.cfg.Metrics
-	m.ObserveSync(elapsed)
-	if full {
-		m.ObserveFullSync(elapsed)
-	} else {
-		m.ObservePartialSync(elapsed)
-	}
-	m.SetLastSync(now)
-	for _, times := range update.LastChangeTriggerTimes {
-		for _, t := range times {
-			m.ObserveNetworkProgramming(now.Sub(t))
-		}
-	}
-	if p.cfg.Health != nil {
-		p.cfg.Health.Updated(p.cfg.Family)
-	}
-}
-
-// cleanConntrack removes UDP flows DNATed to endpoints that are no longer serving,
-// and flows to UDP ServicePorts that were deleted.
-func (p *Proxier) cleanConntrack(ctx context.Context) {
-	start := p.cfg.Clock.Now()
-	var services []conntrack.Service
-	for view := range p.cfg.State.Views() {
-		if view.Protocol != v1.ProtocolUDP {
-			continue
-		}
-		services = append(services, conntrackService(view.ServicePort, p.cfg.State.Endpoints(view.Name)))
-	}
-	for _, deleted := range p.deletedUDP {
-		if p.cfg.State.View(deleted.Name) == nil {
-			services = append(services, conntrackService(deleted, nil))
-		}
-	}
-	n, err := conntrack.CleanStaleEntries(ctx, p.cfg.Conntrack, p.cfg.Family, services)
-	p.cfg.Metrics.ObserveConntrackReconcile(p.cfg.Clock.Since(start))
-	p.cfg.Metrics.AddConntrackDeletedEntries(n)
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Failed to clean stale UDP conntrack entries; will retry at the next sync", "ipFamily", p.cfg.Family)
-		return
-	}
-	p.pendingConntrack = false
-	p.deletedUDP = nil
-}
-
-func conntrackService(port *model.ServicePort, endpoints []*model.Endpoint) conntrack.Service {
-	svc := conntrack.Service{
-		Protocol:         port.Protocol,
-		ClusterIP:        port.ClusterIP,
-		Port:             port.Port,
-		NodePort:         port.NodePort,
-		ExternalIPs:      port.ExternalIPs,
-		LoadBalancerVIPs: port.LoadBalancerVIPs,
-	}
-	for _, ep := range endpoints {
-		if ep.Serving {
-			svc.ServingEndpoints = append(svc.ServingEndpoints, ep.AddrPort())
-		}
-	}
-	return svc
-}
-
-// recordNoLocalEndpoints keeps kubeproxy_sync_proxy_rules_no_local_endpoints_total
-// current, looking only at what changed (everything on a full sync).
-func (p *Proxier) recordNoLocalEndpoints(update *model.Update, full bool) {
-	if p.cfg.Metrics == nil {
-		return
-	}
-	set := func(view *model.ServicePortView) {
-		var nl noLocal
-		if view.HasAnyEndpoints && len(view.LocalEndpoints) == 0 {
-			nl.internal = view.InternalPolicyLocal
-			nl.external = view.ExternalPolicyLocal && view.ExternallyAccessible()
-		}
-		if nl == (noLocal{}) {
-			delete(p.noLocalEndpoints, view.Name)
-		} else {
-			p.noLocalEndpoints[view.Name] = nl
-		}
-	}
-	if full {
-		clear(p.noLocalEndpoints)
-		for view := range p.cfg.State.Views() {
-			set(view)
-		}
-	} else {
-		for _, name := range update.Changed {
-			if view := p.cfg.State.View(name); view != nil {
-				set(view)
-			}
-		}
-		for _, name := range update.Deleted {
-			delete(p.noLocalEndpoints, name)
-		}
-	}
-	var internal, external int
-	for _, nl := range p.noLocalEndpoints {
-		if nl.internal {
-			internal++
-		}
-		if nl.external {
-			external++
-		}
-	}
-	p.cfg.Metrics.SetNoLocalEndpoints(metrics.TrafficPolicyInternal, internal)
-	p.cfg.Metrics.SetNoLocalEndpoints(metrics.TrafficPolicyExternal, external)
 }

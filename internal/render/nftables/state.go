@@ -2,8 +2,10 @@ package nftables
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/knftables"
 
@@ -84,11 +86,26 @@ func (s *State) indexChains(old, new *Fragment) {
 }
 
 // RenderServices renders every view (see RenderService), keyed by ServicePort name.
+// Views are rendered in parallel, on up to GOMAXPROCS goroutines that end before
+// it returns: a full sync renders every Service, and rendering is pure.
 func RenderServices(cfg *Config, views []*model.ServicePortView) map[model.ServicePortName]*Fragment {
+	frags := make([]Fragment, len(views))
+	const minPerWorker = 512
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(views)/minPerWorker))
+	per := (len(views) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(views); lo += per {
+		hi := min(lo+per, len(views))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				frags[i] = RenderService(cfg, views[i])
+			}
+		})
+	}
+	wg.Wait()
 	out := make(map[model.ServicePortName]*Fragment, len(views))
-	for _, v := range views {
-		f := RenderService(cfg, v)
-		out[v.Name] = &f
+	for i, v := range views {
+		out[v.Name] = &frags[i]
 	}
 	return out
 }
@@ -133,10 +150,55 @@ func (s *State) Len() int { return len(s.services) }
 // and lets base chains change hook or priority; the cost is that session-affinity
 // memory is reset, so use it for the first sync and for recovery, and Plan otherwise.
 func WriteFull(tx *knftables.Transaction, s *State) {
-	table := &knftables.Table{Comment: knftables.PtrTo(TableComment)}
-	tx.Add(table)
-	tx.Delete(&knftables.Table{})
-	tx.Add(table)
+	s.fullOps(func(op fullOp) {
+		switch op.kind {
+		case opAddTable:
+			tx.Add(tableObject())
+		case opDeleteTable:
+			tx.Delete(&knftables.Table{})
+		case opAddChain:
+			tx.Add(op.chain.object())
+		case opAddContainer:
+			tx.Add(op.container.addObject())
+		case opAddRule:
+			tx.Add(op.rule.object(op.chain.Name))
+		case opAddElement:
+			tx.Add(elementObject(op.id, op.claim))
+		}
+	})
+}
+
+func tableObject() *knftables.Table {
+	return &knftables.Table{Comment: knftables.PtrTo(TableComment)}
+}
+
+// fullOp is one operation of a full sync.
+type fullOp struct {
+	kind      fullOpKind
+	chain     *Chain
+	rule      *Rule
+	container *Container
+	id        elementID
+	claim     claim
+}
+
+type fullOpKind int
+
+const (
+	opAddTable fullOpKind = iota
+	opDeleteTable
+	opAddChain
+	opAddContainer
+	opAddRule
+	opAddElement
+)
+
+// fullOps calls emit with every operation of the full sync of s, in order. It is
+// the one definition of that order, which WriteFull and FullScript share.
+func (s *State) fullOps(emit func(fullOp)) {
+	emit(fullOp{kind: opAddTable})
+	emit(fullOp{kind: opDeleteTable})
+	emit(fullOp{kind: opAddTable})
 
 	frags := make([]*Fragment, 0, len(s.services)+1)
 	if s.base != nil {
@@ -150,12 +212,12 @@ func WriteFull(tx *knftables.Transaction, s *State) {
 	added := make(map[string]bool)
 	for _, f := range frags {
 		for i := range f.Chains {
-			tx.Add(f.Chains[i].object())
+			emit(fullOp{kind: opAddChain, chain: &f.Chains[i]})
 		}
 		for i := range f.Containers {
 			if c := &f.Containers[i]; !added[c.Name] {
 				added[c.Name] = true
-				tx.Add(c.addObject())
+				emit(fullOp{kind: opAddContainer, container: c})
 			}
 		}
 	}
@@ -163,17 +225,43 @@ func WriteFull(tx *knftables.Transaction, s *State) {
 		for i := range f.Chains {
 			c := &f.Chains[i]
 			for j := range c.Rules {
-				tx.Add(c.Rules[j].object(c.Name))
+				emit(fullOp{kind: opAddRule, chain: c, rule: &c.Rules[j]})
 			}
 		}
 	}
-	ids := make([]elementID, 0, len(s.claims))
-	for id := range s.claims {
-		ids = append(ids, id)
+	// Elements grouped by container (so that a writer may pack a container's
+	// elements into few messages), containers in name order, and within one, in
+	// the order of the fragments first claiming them: deterministic without
+	// sorting every element. The value written is the claim the kernel holds (the
+	// first), whichever fragment brought the element first here.
+	byContainer := make(map[string][]*Element)
+	for _, f := range frags {
+		for i := range f.Elements {
+			e := &f.Elements[i]
+			byContainer[e.Container] = append(byContainer[e.Container], e)
+		}
 	}
-	slices.SortFunc(ids, compareIDs)
-	for _, id := range ids {
-		tx.Add(elementObject(id, s.claims[id][0]))
+	containers := make([]string, 0, len(byContainer))
+	for name := range byContainer {
+		containers = append(containers, name)
+	}
+	slices.Sort(containers)
+	var emitted map[elementID]bool // shared elements already written
+	for _, name := range containers {
+		for _, e := range byContainer[name] {
+			id := e.id()
+			claims := s.claims[id]
+			if len(claims) > 1 {
+				if emitted == nil {
+					emitted = make(map[elementID]bool)
+				}
+				if emitted[id] {
+					continue
+				}
+				emitted[id] = true
+			}
+			emit(fullOp{kind: opAddElement, id: id, claim: claims[0]})
+		}
 	}
 }
 

@@ -80,9 +80,9 @@ func TestClusterIPNamedTargetPort(t *testing.T) {
 }
 
 // TestNoEndpoints: a Service without endpoints rejects (TCP RST / ICMP unreachable,
-// seen as Refused) for TCP and UDP, a port the Service does not have is rejected, and
-// an unallocated address of the service CIDR is dropped (upstream's
-// cluster-ips-check chain).
+// seen as Refused) for TCP and UDP. In nftables mode also, as upstream's
+// cluster-ips-check chain: a port the Service does not have is rejected, and an
+// unallocated address of the service CIDR is dropped.
 func TestNoEndpoints(t *testing.T) {
 	p := sharedProxy(t)
 	l := p.Lab
@@ -96,25 +96,41 @@ func TestNoEndpoints(t *testing.T) {
 	withEps := createService(ctx, t, l, "noeps-port", nil, lab.PodEndpoints(l.Node2.Pods...), nil)
 	client := l.Node1.Pods[0].NS
 	forEachFamily(t, func(t *testing.T, fam v1.IPFamily) {
-		// Unallocated addresses first: this half is observable in both families.
 		ip := clusterIP(t, withEps, fam)
 		waitAnswered(ctx, t, p, client, v1.ProtocolTCP, netip.AddrPortFrom(ip, 80), nil)
-		unallocated := unallocatedServiceIP(t, fam, empty, withEps)
-		for _, proto := range tcpUDP {
-			waitOutcome(ctx, t, p, client, proto, netip.AddrPortFrom(unallocated, 80), lab.TimedOut)
-		}
-		for _, proto := range tcpUDP {
-			to := netip.AddrPortFrom(clusterIP(t, empty, fam), 80)
-			waitOutcome(ctx, t, p, client, proto, to, lab.Refused)
-			res := client.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: outcomeTimeout(proto, to, lab.Refused)})
-			if bound := refuseBound(proto, to); res.Outcome != lab.Refused || res.Elapsed > bound {
-				t.Errorf("%s: %s after %s, want refused within %s", flow(client, proto, to), res, res.Elapsed, bound)
+		t.Run("no-endpoints-rejected", func(t *testing.T) {
+			for _, proto := range tcpUDP {
+				to := netip.AddrPortFrom(clusterIP(t, empty, fam), 80)
+				waitOutcome(ctx, t, p, client, proto, to, lab.Refused)
+				res := client.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: outcomeTimeout(proto, to, lab.Refused)})
+				if bound := refuseBound(proto, to); res.Outcome != lab.Refused || res.Elapsed > bound {
+					t.Errorf("%s: %s after %s, want refused within %s", flow(client, proto, to), res, res.Elapsed, bound)
+				}
 			}
-		}
-		for _, proto := range tcpUDP {
-			expectOutcome(ctx, t, p, client, proto, netip.AddrPortFrom(ip, 81), lab.Refused)
-		}
+		})
+		t.Run("unallocated-address-dropped", func(t *testing.T) {
+			skipInIPTablesMode(t, "upstream's iptables mode has no ServiceCIDR check: traffic to an unallocated service address is routed like any other")
+			unallocated := unallocatedServiceIP(t, fam, empty, withEps)
+			for _, proto := range tcpUDP {
+				waitOutcome(ctx, t, p, client, proto, netip.AddrPortFrom(unallocated, 80), lab.TimedOut)
+			}
+		})
+		t.Run("unknown-port-rejected", func(t *testing.T) {
+			skipInIPTablesMode(t, "upstream's iptables mode does not reject a ClusterIP's ports the Service lacks: that traffic is routed like any other")
+			for _, proto := range tcpUDP {
+				expectOutcome(ctx, t, p, client, proto, netip.AddrPortFrom(ip, 81), lab.Refused)
+			}
+		})
 	})
+}
+
+// skipInIPTablesMode skips t in iptables mode, for a behaviour only upstream's
+// nftables mode has.
+func skipInIPTablesMode(t *testing.T, why string) {
+	t.Helper()
+	if iptablesMode() {
+		t.Skip("nftables mode only: " + why)
+	}
 }
 
 // unallocatedServiceIP returns an address near the end of the service CIDR that the

@@ -3,11 +3,19 @@
 // external IPs, session affinity, traffic policies and health check node ports,
 // topology hints and terminating fallback, no-endpoint rejects, masquerading and the
 // local-traffic detectors, stale UDP conntrack entries and the proxy's lifecycle
-// (other tables kept, restarts keeping connections, --cleanup, --init-only).
+// (other software's tables and chains kept, restarts keeping connections, --cleanup,
+// --init-only, switching the mode on restart).
+//
+// The suite runs against either mode with one parameter: $KPROXY_E2E_MODE is
+// nftables (the default) or iptables. Where upstream's two modes behave differently,
+// the test checks each mode's own behaviour and says so: the default
+// nodePortAddresses, localhost NodePorts and the canary (iptables mode only), the
+// ServiceCIDR and unknown-port checks (nftables mode only, skipped with the reason in
+// iptables mode).
 //
 // Contract: one lab and one proxy per package (TestMain and sharedProxy); each test
 // creates uniquely named Services and deletes them (with their EndpointSlices) on
-// cleanup; every wait is bounded and says what it awaited. The proxy mode comes from
-// $KPROXY_E2E_MODE (default nftables), so other modes can reuse the suite. Tests that
-// need a differently configured proxy replace the shared one and restore it.
+// cleanup; every wait is bounded and says what it awaited. Tests that need a
+// differently configured proxy replace the shared one and restore it. The kernel is
+// read and written in the lab's node1 namespace only.
 package nftables

@@ -271,25 +271,36 @@ func podIs(names ...string) func(lab.Reply) error {
 	}
 }
 
-// dumpRules renders the proxy's rules in node1 for failure messages.
+// dumpRules renders the proxy's rules in node1 for failure messages: the nftables
+// ruleset, or iptables-save of both families in iptables mode.
 func dumpRules(p *proxytest.Proxy) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ns := p.Lab.Node1.NS
-	if proxyMode() == "iptables" {
-		out, _ := ns.Run(ctx, "iptables-save")
-		out6, _ := ns.Run(ctx, "ip6tables-save")
-		return "iptables-save in node1:\n" + out + "\nip6tables-save in node1:\n" + out6
+	const max = 12000
+	truncate := func(s string) string {
+		if len(s) > max {
+			return s[:max] + "\n... (truncated)"
+		}
+		return s
+	}
+	if iptablesMode() {
+		var b strings.Builder
+		for _, fam := range lab.Families {
+			out, err := iptablesSave(ctx, p.Lab, fam)
+			if err != nil {
+				fmt.Fprintf(&b, "(%v)\n", err)
+				continue
+			}
+			fmt.Fprintf(&b, "%s in node1:\n%s\n", iptablesCmd(fam, "-save"), truncate(out))
+		}
+		return b.String()
 	}
 	out, err := ns.Run(ctx, "nft", "list", "ruleset")
 	if err != nil {
 		return fmt.Sprintf("(nft list ruleset in node1: %v)", err)
 	}
-	const max = 12000
-	if len(out) > max {
-		out = out[:max] + "\n... (truncated)"
-	}
-	return "nft list ruleset in node1:\n" + out
+	return "nft list ruleset in node1:\n" + truncate(out)
 }
 
 // shortName drops the lab instance prefix ("kpl-123-abcd-node1-pod1" -> "node1-pod1").

@@ -18,39 +18,6 @@ import (
 	"github.com/kproxy/kproxy/test/lab"
 )
 
-// otherTable is a table of another program in node1 the proxy must never touch.
-const otherTable = "other"
-
-// addOtherTable creates `table inet other` with a counted rule in node1 and deletes it
-// at the end of t.
-func addOtherTable(ctx context.Context, t *testing.T, l *lab.Lab) {
-	t.Helper()
-	ns := l.Node1.NS
-	for _, args := range [][]string{
-		{"add", "table", "inet", otherTable},
-		{"add", "chain", "inet", otherTable, "c", "{ type filter hook input priority 10 ; }"},
-		{"add", "rule", "inet", otherTable, "c", "tcp", "dport", "9", "counter", "accept"},
-	} {
-		if out, err := ns.Run(ctx, "nft", args...); err != nil {
-			t.Fatalf("nft %v in node1: %v %s", args, err, out)
-		}
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, _ = ns.Run(ctx, "nft", "delete", "table", "inet", otherTable)
-	})
-}
-
-// checkOtherTable fails t unless node1 still has the other table and its rule.
-func checkOtherTable(ctx context.Context, t *testing.T, l *lab.Lab, when string) {
-	t.Helper()
-	out, err := l.Node1.NS.Run(ctx, "nft", "list", "table", "inet", otherTable)
-	if err != nil || !strings.Contains(out, "tcp dport 9 counter") {
-		t.Errorf("%s: table inet %s or its rule is gone: %v\n%s", when, otherTable, err, out)
-	}
-}
-
 // echoServer answers every line of a TCP connection with "<identity> <line>", on
 // port in ns, until t ends. Unlike the lab's backends it keeps connections open.
 func echoServer(ctx context.Context, t *testing.T, ns *lab.NS, identity string, port int) {
@@ -93,14 +60,16 @@ func roundTrip(c net.Conn, msg string) (string, error) {
 	return strings.TrimSpace(line), err
 }
 
-// TestLifecycle: another program's table survives syncs and restarts; restarting
-// the proxy keeps established TCP connections through a ClusterIP working; the
-// `--cleanup` command removes the proxy's tables only; `--init-only` exits 0.
+// TestLifecycle: another program's nftables table and iptables chains survive syncs
+// and restarts; restarting the proxy keeps established TCP connections through a
+// ClusterIP working; the `--cleanup` command removes everything of both modes (the
+// nftables tables, the iptables chains and jumps) and nothing else; `--init-only`
+// exits 0.
 func TestLifecycle(t *testing.T) {
 	p := sharedProxy(t)
 	l := p.Lab
 	ctx := testCtx(t, 150*time.Second)
-	addOtherTable(ctx, t, l)
+	addOtherSoftware(ctx, t, l)
 
 	// The lab's backends close after one reply, so the long-lived connection goes to
 	// an echo server of the test's own on port 9090 of node2-pod1.
@@ -133,7 +102,7 @@ func TestLifecycle(t *testing.T) {
 		}
 		defer conns[fam].Close()
 	}
-	checkOtherTable(ctx, t, l, "after a sync")
+	checkOtherSoftware(ctx, t, l, "after a sync")
 
 	t.Run("restart-keeps-connections", func(t *testing.T) {
 		p := restartProxy(t)
@@ -146,11 +115,15 @@ func TestLifecycle(t *testing.T) {
 				t.Errorf("%s connection opened before the restart: echo %q, %v; want \"echo after\"\n%s", fam, got, err, dumpRules(p))
 			}
 		}
-		checkOtherTable(ctx, t, l, "after a restart")
+		checkOtherSoftware(ctx, t, l, "after a restart")
 	})
 
 	t.Run("cleanup", func(t *testing.T) {
 		p := sharedProxy(t)
+		// Not vacuous: the running mode's rules are there before.
+		if err := modeState(ctx, l, proxyMode()); err != nil {
+			t.Fatalf("before --cleanup: %v\n%s", err, dumpRules(p))
+		}
 		if err := p.Process.Stop(3 * time.Second); err != nil {
 			t.Fatalf("stopping the proxy: %v", err)
 		}
@@ -159,16 +132,10 @@ func TestLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kube-proxy --cleanup: %v\n%s", err, out)
 		}
-		tables, err := l.Node1.NS.Run(ctx, "nft", "list", "tables")
-		if err != nil {
-			t.Fatal(err)
+		if err := noProxyState(ctx, l); err != nil {
+			t.Errorf("after --cleanup: %v\n%s", err, dumpRules(p))
 		}
-		for _, gone := range []string{"table ip kube-proxy", "table ip6 kube-proxy"} {
-			if strings.Contains(tables, gone) {
-				t.Errorf("after --cleanup node1 still has %q:\n%s", gone, tables)
-			}
-		}
-		checkOtherTable(ctx, t, l, "after --cleanup")
+		checkOtherSoftware(ctx, t, l, "after --cleanup")
 	})
 
 	t.Run("init-only", func(t *testing.T) {

@@ -13,19 +13,41 @@ import (
 	"github.com/kproxy/kproxy/test/lab/labtest"
 )
 
-// ModeEnv selects the proxy mode the suite runs against (default nftables).
+// ModeEnv selects the proxy mode the suite runs against: nftables (the default) or
+// iptables.
 const ModeEnv = "KPROXY_E2E_MODE"
+
+// The modes the suite knows.
+const (
+	modeNFTables = "nftables"
+	modeIPTables = "iptables"
+)
 
 func proxyMode() string {
 	if m := os.Getenv(ModeEnv); m != "" {
 		return m
 	}
-	return "nftables"
+	return modeNFTables
+}
+
+// iptablesMode reports whether the suite runs against the iptables mode.
+func iptablesMode() bool { return proxyMode() == modeIPTables }
+
+// otherMode is the mode the suite does not run against (for the mode-switch test).
+func otherMode() string {
+	if iptablesMode() {
+		return modeNFTables
+	}
+	return modeIPTables
 }
 
 var suite = &labtest.Suite{}
 
 func TestMain(m *testing.M) {
+	if m := proxyMode(); m != modeNFTables && m != modeIPTables {
+		fmt.Fprintf(os.Stderr, "%s=%q: the suite knows the modes %q and %q\n", ModeEnv, m, modeNFTables, modeIPTables)
+		os.Exit(2)
+	}
 	code := suite.Main(m)
 	proxytest.RemoveBinary()
 	os.Exit(code)

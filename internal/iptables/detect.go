@@ -1,10 +1,11 @@
-package cleanup
+package iptables
 
 import (
 	"bytes"
 	"context"
 	"regexp"
 
+	v1 "k8s.io/api/core/v1"
 	utilexec "k8s.io/utils/exec"
 )
 
@@ -12,8 +13,8 @@ import (
 // creates in the mangle table of the backend it uses.
 var kubeletHintChains = regexp.MustCompile(`(?m)^:(KUBE-IPTABLES-HINT|KUBE-KUBELET-CANARY)[ \t]`)
 
-// DetectIPTablesBackend decides which iptables backend the host uses, the
-// way upstream kube-proxy's image does (kubernetes-sigs/iptables-wrappers):
+// DetectBackend decides which iptables backend the host uses, the way
+// upstream kube-proxy's image does (kubernetes-sigs/iptables-wrappers):
 //
 //  1. iptables-nft-save -t mangle, then ip6tables-nft-save -t mangle: a
 //     kubelet hint chain (KUBE-IPTABLES-HINT or KUBE-KUBELET-CANARY) means nft;
@@ -24,16 +25,16 @@ var kubeletHintChains = regexp.MustCompile(`(?m)^:(KUBE-IPTABLES-HINT|KUBE-KUBEL
 //
 // Failures of the save commands (binary missing, no permission) only make
 // that step find nothing. It never modifies the ruleset.
-func DetectIPTablesBackend(ctx context.Context, exec utilexec.Interface) Backend {
+func DetectBackend(ctx context.Context, exec utilexec.Interface) Backend {
 	probes := []struct {
 		backend Backend
-		family  IPFamily
+		family  v1.IPFamily
 		args    []string
 	}{
-		{BackendNFT, IPv4, []string{"-t", tableMangle}},
-		{BackendNFT, IPv6, []string{"-t", tableMangle}},
-		{BackendLegacy, IPv4, nil},
-		{BackendLegacy, IPv6, nil},
+		{BackendNFT, v1.IPv4Protocol, []string{"-t", string(TableMangle)}},
+		{BackendNFT, v1.IPv6Protocol, []string{"-t", string(TableMangle)}},
+		{BackendLegacy, v1.IPv4Protocol, nil},
+		{BackendLegacy, v1.IPv6Protocol, nil},
 	}
 	for _, p := range probes {
 		if hasKubeletHint(ctx, exec, p.backend, p.family, p.args) {
@@ -43,9 +44,9 @@ func DetectIPTablesBackend(ctx context.Context, exec utilexec.Interface) Backend
 	return BackendNFT
 }
 
-func hasKubeletHint(ctx context.Context, exec utilexec.Interface, backend Backend, family IPFamily, args []string) bool {
+func hasKubeletHint(ctx context.Context, exec utilexec.Interface, backend Backend, family v1.IPFamily, args []string) bool {
 	name := "iptables-" + string(backend) + "-save"
-	if family == IPv6 {
+	if family == v1.IPv6Protocol {
 		name = "ip6tables-" + string(backend) + "-save"
 	}
 	if _, err := exec.LookPath(name); err != nil {

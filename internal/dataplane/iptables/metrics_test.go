@@ -1,0 +1,81 @@
+package iptables
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/iptables"
+)
+
+func TestNetworkProgrammingDuration(t *testing.T) {
+	f := newFixture(t)
+	addStandardServices(f)
+	f.sync()
+
+	changed := f.clock.Now()
+	f.clock.Step(5 * time.Second)
+	f.state.OnEndpointSliceUpdate(nil, withTriggerTime(makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		ready("10.0.3.1", "node-c")), changed))
+	f.sync()
+
+	if count := f.histogram("kubeproxy_network_programming_duration_seconds", ipv4Label); count != 1 {
+		t.Errorf("network programming duration: %d samples, want 1", count)
+	}
+
+	// A failed sync records nothing; the sync that applies the change does.
+	f.clock.Step(time.Second)
+	changed = f.clock.Now()
+	f.clock.Step(2 * time.Second)
+	f.state.OnEndpointSliceUpdate(nil, withTriggerTime(makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		ready("10.0.3.2", "node-c")), changed))
+	f.ipt.FailNext(iptables.OpRestore, errInjected)
+	f.ipt.FailNext(iptables.OpRestore, errInjected)
+	_ = f.proxier.Sync(context.Background())
+	if count := f.histogram("kubeproxy_network_programming_duration_seconds", ipv4Label); count != 1 {
+		t.Errorf("a failed sync observed network programming latency")
+	}
+}
+
+func TestNoLocalEndpointsGauge(t *testing.T) {
+	internal := map[string]string{"ip_family": "IPv4", "traffic_policy": "internal"}
+	external := map[string]string{"ip_family": "IPv4", "traffic_policy": "external"}
+
+	f := newFixture(t)
+	addStandardServices(f) // ns2/lb: eTP Local, its only endpoint on node-b
+	f.state.OnServiceAdd(makeService("ns3", "itp", "172.30.0.40", withPort("", v1.ProtocolTCP, 80, 8080), withInternalLocal()))
+	f.state.OnEndpointSliceAdd(makeSlice("ns3", "itp", "itp-1", 8080, "", v1.ProtocolTCP, ready("10.0.2.4", "node-b")))
+	// iTP Local without any endpoint: not counted (upstream counts only Services
+	// that have endpoints elsewhere).
+	f.state.OnServiceAdd(makeService("ns3", "empty", "172.30.0.41", withPort("", v1.ProtocolTCP, 80, 8080), withInternalLocal()))
+	f.sync()
+
+	check := func(step string, wantInternal, wantExternal float64) {
+		t.Helper()
+		if got := f.metricValue("kubeproxy_sync_proxy_rules_no_local_endpoints_total", internal); got != wantInternal {
+			t.Errorf("%s: internal no-local-endpoints = %v, want %v", step, got, wantInternal)
+		}
+		if got := f.metricValue("kubeproxy_sync_proxy_rules_no_local_endpoints_total", external); got != wantExternal {
+			t.Errorf("%s: external no-local-endpoints = %v, want %v", step, got, wantExternal)
+		}
+	}
+	check("first sync", 1, 1)
+
+	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
+		ready("10.0.2.3", "node-b"), ready("10.0.1.3", testNodeName)))
+	f.sync()
+	check("local endpoint for the LB", 1, 0)
+
+	f.state.OnServiceDelete(makeService("ns3", "itp", "172.30.0.40", withPort("", v1.ProtocolTCP, 80, 8080), withInternalLocal()))
+	f.sync()
+	check("iTP Service deleted", 0, 0)
+
+	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, ready("10.0.2.3", "node-b")))
+	f.ipt.FailNext(iptables.OpRestore, errInjected)
+	f.ipt.FailNext(iptables.OpRestore, errInjected)
+	_ = f.proxier.Sync(context.Background())
+	f.sync() // full resync recomputes the gauge from the whole model
+	check("after a failed sync and recovery", 0, 1)
+}

@@ -1,0 +1,340 @@
+package iptables
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kproxy/kproxy/internal/conntrack"
+	"github.com/kproxy/kproxy/internal/dataplane/followup"
+	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/metrics"
+	"github.com/kproxy/kproxy/internal/model"
+	render "github.com/kproxy/kproxy/internal/render/iptables"
+)
+
+// DefaultFullSyncPeriod is upstream's proxyutil.FullSyncPeriod: how often every
+// chain is rewritten even when nothing failed, except in large clusters.
+const DefaultFullSyncPeriod = time.Hour
+
+// DefaultLargeClusterEndpoints is upstream's largeClusterEndpointsThreshold: above
+// this many endpoints, endpoint rules lose their comments and periodic full syncs
+// stop.
+const DefaultLargeClusterEndpoints = 1000
+
+// HealthUpdater is told when all queued changes of a family are applied.
+type HealthUpdater = followup.HealthUpdater
+
+// ServiceHealth serves the healthCheckNodePorts of one family.
+type ServiceHealth = followup.ServiceHealth
+
+// Config configures a Proxier. Required: Family, Render, IPT, State.
+type Config struct {
+	Family v1.IPFamily
+	// Render is the renderer configuration; its NodePortAddresses.IPs are replaced by
+	// NodePortIPs at each sync and its LargeCluster by the proxier.
+	Render render.Config
+	// IPT writes the rules of Family.
+	IPT iptables.Interface
+	// State is the model of Family, fed by the informers.
+	State *model.State
+	// NodePortIPs returns this family's local addresses that serve NodePorts (when
+	// Render.NodePortAddresses.All is false). nil keeps Render.NodePortAddresses.IPs.
+	NodePortIPs func() ([]netip.Addr, error)
+	// Conntrack clears stale UDP flows; nil disables the cleanup.
+	Conntrack conntrack.Interface
+	// Metrics of this family; nil records nothing.
+	Metrics *metrics.FamilyMetrics
+	// Health and ServiceHealth may be nil.
+	Health        HealthUpdater
+	ServiceHealth ServiceHealth
+	// Recorder receives a Warning event on every Service or EndpointSlice whose data
+	// was (partly) skipped; nil records none.
+	Recorder events.EventRecorder
+	// FullSyncPeriod defaults to DefaultFullSyncPeriod.
+	FullSyncPeriod time.Duration
+	// LargeClusterEndpoints defaults to DefaultLargeClusterEndpoints.
+	LargeClusterEndpoints int
+	// Clock defaults to the real clock.
+	Clock clock.PassiveClock
+}
+
+// Proxier programs one IP family; see the package documentation.
+type Proxier struct {
+	cfg Config
+	// fullSyncRequested is set by RequestFullSync (any goroutine).
+	fullSyncRequested atomic.Bool
+
+	// Owned by the Sync goroutine.
+	renderCfg    render.Config
+	base         *render.Fragment
+	applied      *render.State
+	lastFullSync time.Time
+	buf          bytes.Buffer
+	// endpoints counts the endpoints of each ServicePort (upstream's largeClusterMode
+	// input), total their sum.
+	endpoints map[model.ServicePortName]int
+	total     int
+	followUp  *followup.Work
+}
+
+// New returns a Proxier; it touches nothing.
+func New(cfg Config) (*Proxier, error) {
+	if cfg.IPT == nil || cfg.State == nil {
+		return nil, fmt.Errorf("iptables proxier for %s: IPT and State are required", cfg.Family)
+	}
+	if cfg.Render.Family != cfg.Family {
+		return nil, fmt.Errorf("iptables proxier for %s: renderer configured for %q", cfg.Family, cfg.Render.Family)
+	}
+	if err := cfg.Render.Validate(); err != nil {
+		return nil, fmt.Errorf("iptables proxier for %s: %w", cfg.Family, err)
+	}
+	if cfg.FullSyncPeriod <= 0 {
+		cfg.FullSyncPeriod = DefaultFullSyncPeriod
+	}
+	if cfg.LargeClusterEndpoints <= 0 {
+		cfg.LargeClusterEndpoints = DefaultLargeClusterEndpoints
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Proxier{
+		cfg:       cfg,
+		renderCfg: cfg.Render,
+		endpoints: map[model.ServicePortName]int{},
+		followUp: followup.New(followup.Config{
+			Family:        cfg.Family,
+			State:         cfg.State,
+			Conntrack:     cfg.Conntrack,
+			Metrics:       cfg.Metrics,
+			Health:        cfg.Health,
+			ServiceHealth: cfg.ServiceHealth,
+			Recorder:      cfg.Recorder,
+			Clock:         cfg.Clock,
+		}),
+	}, nil
+}
+
+// RequestFullSync makes the next Sync rewrite every chain (any goroutine): the canary
+// monitor calls it when someone flushed the tables, as upstream's
+// forceSyncProxyRules. The caller then triggers a sync.
+func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
+
+// Sync applies every change committed to the model since the last successful Sync.
+func (p *Proxier) Sync(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
+	ctx = klog.NewContext(ctx, logger)
+	start := p.cfg.Clock.Now()
+	update := p.cfg.State.Commit()
+	p.followUp.ReportProblems(logger, update.Problems)
+
+	full := p.applied == nil || p.fullSyncRequested.Swap(false) ||
+		// As upstream, no periodic full sync in large clusters.
+		(start.Sub(p.lastFullSync) >= p.cfg.FullSyncPeriod && !p.renderCfg.LargeCluster)
+	baseChanged := p.refreshNodePortIPs(ctx)
+	if p.countEndpoints(update, full) {
+		// Every endpoint rule gains or loses its comment.
+		full = true
+	}
+
+	if !full {
+		err := p.partialSync(ctx, update, baseChanged)
+		if err == nil {
+			logger.V(2).Info("Synced iptables rules", "full", false, "changed", len(update.Changed), "deleted", len(update.Deleted),
+				"elapsed", p.cfg.Clock.Since(start))
+			p.followUp.Succeeded(ctx, update, start, false)
+			return nil
+		}
+		// What the kernel holds is unknown now (the legacy backend commits table by
+		// table): rewrite everything at once, as upstream's next sync would.
+		p.cfg.Metrics.IncIPTablesRestoreFailures()
+		p.cfg.Metrics.IncIPTablesPartialRestoreFailures()
+		logger.Error(err, "Partial iptables sync failed; doing a full sync")
+		p.recount()
+	}
+
+	if err := p.fullSync(ctx, start); err != nil {
+		p.applied = nil
+		p.followUp.Failed(update)
+		return err
+	}
+	logger.V(2).Info("Synced iptables rules", "full", true, "services", p.applied.Len(), "endpoints", p.total,
+		"elapsed", p.cfg.Clock.Since(start))
+	p.followUp.Succeeded(ctx, update, start, true)
+	return nil
+}
+
+// partialSync writes the fragments of the ServicePorts that changed, and the new
+// base fragment when baseChanged.
+func (p *Proxier) partialSync(ctx context.Context, update *model.Update, baseChanged bool) error {
+	updates := make(map[model.ServicePortName]*render.Fragment, len(update.Changed)+len(update.Deleted))
+	for _, name := range update.Changed {
+		if view := p.cfg.State.View(name); view != nil {
+			f := render.RenderService(&p.renderCfg, view)
+			updates[name] = &f
+		}
+	}
+	for _, name := range update.Deleted {
+		updates[name] = nil
+	}
+	var newBase *render.Fragment
+	if baseChanged {
+		b := render.RenderBase(&p.renderCfg)
+		newBase = &b
+	}
+	p.buf.Reset()
+	plan := p.applied.Plan(&p.buf, newBase, updates)
+	if p.buf.Len() > 0 {
+		if err := p.restore(ctx, false); err != nil {
+			return err
+		}
+	}
+	p.applied.Commit(plan)
+	if newBase != nil {
+		p.base = newBase
+	}
+	p.recordRules(plan.Written)
+	return nil
+}
+
+// fullSync ensures the jumps from the built-in chains, then rewrites every chain of
+// kproxy and deletes the per-ServicePort chains nothing renders (ours or a previous
+// proxy's).
+func (p *Proxier) fullSync(ctx context.Context, start time.Time) error {
+	// iptables-restore cannot add a rule to a built-in chain without flushing it:
+	// the jumps are ensured one by one, on full syncs only (first sync, after a
+	// flush noticed by the canary, after a failure), as upstream.
+	for _, j := range render.JumpRules() {
+		table := iptables.Table(j.Table)
+		if _, err := p.cfg.IPT.EnsureChain(ctx, table, iptables.Chain(j.Target)); err != nil {
+			return fmt.Errorf("ensuring chain %s in table %s: %w", j.Target, j.Table, err)
+		}
+		if _, err := p.cfg.IPT.EnsureRule(ctx, true, table, iptables.Chain(j.Chain), j.Args...); err != nil {
+			return fmt.Errorf("ensuring the jump from %s to %s in table %s: %w", j.Chain, j.Target, j.Table, err)
+		}
+	}
+
+	var existing []string
+	if p.applied != nil {
+		existing = p.applied.Chains(render.TableNAT)
+	}
+	var save bytes.Buffer
+	if err := p.cfg.IPT.SaveInto(ctx, iptables.TableNAT, &save); err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to list the nat table: stale chains will not be deleted")
+	} else {
+		existing = append(existing, render.ChainsInSave(save.Bytes())...)
+	}
+
+	base := render.RenderBase(&p.renderCfg)
+	st := render.NewState(&base, render.RenderServices(&p.renderCfg, slices.Collect(p.cfg.State.Views())))
+	p.buf.Reset()
+	written := render.WriteFull(&p.buf, st, existing)
+	if err := p.restore(ctx, true); err != nil {
+		return err
+	}
+	p.base, p.applied, p.lastFullSync = &base, st, start
+	p.recordRules(written)
+	return nil
+}
+
+// restore runs the restore input in p.buf. A failed full restore is counted here;
+// a failed partial one by the caller, which then does a full one.
+func (p *Proxier) restore(ctx context.Context, full bool) error {
+	err := p.cfg.IPT.Restore(ctx, p.buf.Bytes())
+	if err == nil {
+		return nil
+	}
+	var re *iptables.RestoreError
+	if errors.As(err, &re) && re.Line > 0 {
+		klog.FromContext(ctx).Error(err, "iptables-restore failed", "full", full, "lines", iptables.Lines(p.buf.Bytes(), re.Line, 3, 3))
+	}
+	if full {
+		p.cfg.Metrics.IncIPTablesRestoreFailures()
+	}
+	return fmt.Errorf("iptables %s restore (%d bytes, full=%t): %w", p.cfg.Family, p.buf.Len(), full, err)
+}
+
+// recordRules sets the rule gauges: the rules in kproxy's chains, and those the last
+// restore wrote.
+func (p *Proxier) recordRules(w render.Written) {
+	for _, t := range []render.Table{render.TableFilter, render.TableNAT} {
+		p.cfg.Metrics.SetIPTablesRules(string(t), p.applied.Rules(t))
+		p.cfg.Metrics.SetIPTablesRulesLastSync(string(t), w.Rules[t])
+	}
+}
+
+// refreshNodePortIPs folds the node's current NodePort addresses into the render
+// configuration; it reports whether the base fragment must be re-rendered.
+func (p *Proxier) refreshNodePortIPs(ctx context.Context) bool {
+	if p.cfg.NodePortIPs == nil || p.renderCfg.NodePortAddresses.All {
+		return false
+	}
+	ips, err := p.cfg.NodePortIPs()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to list the node's addresses for NodePorts; keeping the previous ones")
+		return false
+	}
+	if slices.Equal(ips, p.renderCfg.NodePortAddresses.IPs) {
+		return false
+	}
+	p.renderCfg.NodePortAddresses.IPs = ips
+	return p.applied != nil
+}
+
+// countEndpoints keeps the endpoint count current (upstream counts every endpoint
+// of every ServicePort) and switches the renderer's large-cluster mode when it
+// crosses the threshold; it reports a switch, which needs a full sync. Partial
+// syncs recount the ServicePorts whose view changed; full syncs recount all.
+func (p *Proxier) countEndpoints(update *model.Update, all bool) bool {
+	if all {
+		p.recount()
+	} else {
+		for _, name := range update.Changed {
+			p.setEndpoints(name, len(p.cfg.State.Endpoints(name)))
+		}
+		for _, name := range update.Deleted {
+			p.setEndpoints(name, 0)
+		}
+	}
+	return p.updateLargeCluster()
+}
+
+// recount counts the endpoints of every ServicePort again.
+func (p *Proxier) recount() {
+	clear(p.endpoints)
+	p.total = 0
+	for _, name := range p.cfg.State.ServicePortNames() {
+		p.setEndpoints(name, len(p.cfg.State.Endpoints(name)))
+	}
+	p.updateLargeCluster()
+}
+
+func (p *Proxier) setEndpoints(name model.ServicePortName, n int) {
+	p.total += n - p.endpoints[name]
+	if n == 0 {
+		delete(p.endpoints, name)
+	} else {
+		p.endpoints[name] = n
+	}
+}
+
+// updateLargeCluster sets the renderer's large-cluster mode from the count and
+// reports whether it changed.
+func (p *Proxier) updateLargeCluster() bool {
+	large := p.total > p.cfg.LargeClusterEndpoints
+	if large == p.renderCfg.LargeCluster {
+		return false
+	}
+	p.renderCfg.LargeCluster = large
+	return true
+}

@@ -1,0 +1,135 @@
+package nftables
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/knftables"
+
+	render "github.com/kproxy/kproxy/internal/render/nftables"
+)
+
+// scriptNFT is a writer that applies a full sync given as a script (as
+// nftnetlink.Executor.RunScript does in one batch): it checks the script replaces
+// the table, loads the rest into a fresh Fake (knftables' dump format is the same
+// "add ..." commands) and swaps it in; asked to fail, it fails the whole call
+// without applying anything.
+type scriptNFT struct {
+	*recordingNFT
+	calls    int
+	pieces   []int // sizes in bytes
+	failNext bool
+}
+
+func (s *scriptNFT) RunScript(ctx context.Context, script iter.Seq[string]) error {
+	s.calls++
+	var text strings.Builder
+	for piece := range script {
+		s.pieces = append(s.pieces, len(piece))
+		text.WriteString(piece)
+	}
+	if s.failNext {
+		s.failNext = false
+		return errInjected
+	}
+	const replace = "add table ip kube-proxy { comment \"rules for kube-proxy\" ; }\ndelete table ip kube-proxy\n"
+	rest, ok := strings.CutPrefix(text.String(), replace)
+	if !ok {
+		return fmt.Errorf("script does not replace the table:\n%.300s", text.String())
+	}
+	fresh := knftables.NewFake(knftables.IPv4Family, render.TableName)
+	if err := fresh.ParseDump(rest); err != nil {
+		return err
+	}
+	s.recordingNFT.mu.Lock()
+	s.recordingNFT.Fake = fresh
+	s.recordingNFT.mu.Unlock()
+	return nil
+}
+
+// TestFullSyncAsScript: with a writer that takes a script, a full sync is written
+// as pieces of bounded size that together program the full render; a failed one
+// is retried in full, and partial syncs stay knftables transactions.
+func TestFullSyncAsScript(t *testing.T) {
+	var writer *scriptNFT
+	f := newFixture(t, func(c *Config) {
+		writer = &scriptNFT{recordingNFT: c.NFT.(*recordingNFT)}
+		c.NFT = writer
+	})
+	// ~1 KB of script per Service: several pieces.
+	const services = 800
+	for i := range services {
+		name := fmt.Sprintf("svc-%d", i)
+		f.state.OnServiceAdd(makeService("ns", name, fmt.Sprintf("172.30.%d.%d", i/250, i%250+1), withPort("http", v1.ProtocolTCP, 80, 8080)))
+		f.state.OnEndpointSliceAdd(makeSlice("ns", name, name+"-1", 8080, "http", v1.ProtocolTCP,
+			ready(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), testNodeName), ready(fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), "node-b")))
+	}
+
+	writer.failNext = true
+	if err := f.proxier.Sync(context.Background()); err == nil {
+		t.Fatal("Sync succeeded although the writer failed")
+	}
+	if writer.calls != 1 || writer.runs() != 0 {
+		t.Fatalf("failed full sync: %d RunScript calls, %d transactions; want 1 and 0", writer.calls, writer.runs())
+	}
+
+	writer.pieces = nil
+	f.sync()
+	if writer.calls != 2 || writer.runs() != 0 {
+		t.Fatalf("the retry after a failure made %d RunScript calls and %d transactions in all, want 2 and 0 (a full sync again)", writer.calls, writer.runs())
+	}
+	if len(writer.pieces) < 2 {
+		t.Fatalf("full sync of %d Services written in %d piece(s), want several", services, len(writer.pieces))
+	}
+	for i, n := range writer.pieces {
+		if n > fullSyncPieceBytes+4096 {
+			t.Errorf("piece %d has %d bytes, more than about %d", i, n, fullSyncPieceBytes)
+		}
+	}
+	f.checkTableIsFullRender(testRenderConfig())
+
+	// A partial sync is one transaction through Run.
+	before := writer.runs()
+	f.state.OnServiceDelete(makeService("ns", "svc-7", "172.30.0.8", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.sync()
+	if writer.calls != 2 || writer.runs() != before+1 {
+		t.Fatalf("partial sync: %d RunScript calls and %d new transactions, want 2 and 1", writer.calls, writer.runs()-before)
+	}
+	f.checkTableIsFullRender(testRenderConfig())
+}
+
+// TestPrecommit: changes committed ahead of the first sync are applied by it, with
+// their follow-up work (events, trigger times), and Precommit is inert afterwards.
+func TestPrecommit(t *testing.T) {
+	f := newFixture(t)
+	f.state.OnServiceAdd(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.proxier.Precommit()
+	f.state.OnEndpointSliceAdd(makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.1.1", testNodeName)))
+	f.proxier.Precommit()
+	f.state.OnServiceAdd(makeService("ns1", "dns", "172.30.0.53", withPort("dns", v1.ProtocolUDP, 53, 5353)))
+	if f.nft.runs() != 0 {
+		t.Fatal("Precommit wrote to the kernel")
+	}
+	f.sync()
+	f.checkTableIsFullRender(testRenderConfig())
+	if f.svcHealth.services == nil {
+		t.Error("the first sync did not sync the health check services")
+	}
+
+	// After a sync, Precommit leaves changes to Sync.
+	f.state.OnServiceDelete(makeService("ns1", "dns", "172.30.0.53", withPort("dns", v1.ProtocolUDP, 53, 5353)))
+	f.proxier.Precommit()
+	if services, _ := f.state.Pending(); services != 1 {
+		t.Fatalf("after the first sync, Precommit consumed the model's pending changes (%d Service changes left, want 1)", services)
+	}
+	runs := f.nft.runs()
+	f.sync()
+	if f.nft.runs() != runs+1 {
+		t.Fatal("the deletion was not applied by the sync after Precommit")
+	}
+	f.checkTableIsFullRender(testRenderConfig())
+}

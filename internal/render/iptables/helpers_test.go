@@ -1,0 +1,194 @@
+package iptables
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/model"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected files under testdata/")
+
+func testConfig(family v1.IPFamily) *Config {
+	if family == v1.IPv6Protocol {
+		return &Config{
+			Family:            family,
+			NodePortAddresses: NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("fd00::2")}},
+			LocalDetector:     LocalDetector{Mode: DetectClusterCIDR, CIDR: netip.MustParsePrefix("fd10::/64")},
+			MasqueradeBit:     14,
+			NodeIP:            netip.MustParseAddr("fd00::2"),
+		}
+	}
+	return &Config{
+		Family: family,
+		// Loopback is skipped without localhost NodePorts.
+		NodePortAddresses: NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("192.168.0.2"), netip.MustParseAddr("127.0.0.1")}},
+		LocalDetector:     LocalDetector{Mode: DetectClusterCIDR, CIDR: netip.MustParsePrefix("10.0.0.0/8")},
+		MasqueradeBit:     14,
+		NodeIP:            netip.MustParseAddr("192.168.0.2"),
+	}
+}
+
+func addrs(s ...string) []netip.Addr {
+	out := make([]netip.Addr, len(s))
+	for i, a := range s {
+		out[i] = netip.MustParseAddr(a)
+	}
+	return out
+}
+
+func prefixes(s ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(s))
+	for i, p := range s {
+		out[i] = netip.MustParsePrefix(p)
+	}
+	return out
+}
+
+// svcPort builds a ClusterIP ServicePort; mutate the result for other types.
+func svcPort(ns, name, portName string, proto v1.Protocol, clusterIP string, port int32) *model.ServicePort {
+	return &model.ServicePort{
+		Name:      model.ServicePortName{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}, Port: portName, Protocol: proto},
+		ClusterIP: netip.MustParseAddr(clusterIP),
+		Port:      port,
+		Protocol:  proto,
+	}
+}
+
+func ep(ip string, port int32, local bool) *model.Endpoint {
+	return &model.Endpoint{IP: netip.MustParseAddr(ip), Port: port, Ready: true, Serving: true, IsLocal: local}
+}
+
+func terminating(e *model.Endpoint) *model.Endpoint {
+	e.Ready, e.Serving, e.Terminating = false, true, true
+	return e
+}
+
+// view categorizes endpoints with the model's CategorizeEndpoints (no topology), so
+// the renderer is tested on the views the model really gives.
+func view(sp *model.ServicePort, eps ...*model.Endpoint) *model.ServicePortView {
+	// The model lists endpoints sorted by their "ip:port" string, as upstream.
+	eps = slices.Clone(eps)
+	slices.SortFunc(eps, func(a, b *model.Endpoint) int { return strings.Compare(a.String(), b.String()) })
+	return model.CategorizeEndpoints(eps, sp, "node-a", "")
+}
+
+func renderAll(cfg *Config, views ...*model.ServicePortView) *State {
+	base := RenderBase(cfg)
+	return NewState(&base, RenderServices(cfg, views))
+}
+
+// fullInput renders views and returns the full-sync restore input and its State.
+func fullInput(cfg *Config, views ...*model.ServicePortView) (string, *State) {
+	st := renderAll(cfg, views...)
+	var buf bytes.Buffer
+	WriteFull(&buf, st, nil)
+	return buf.String(), st
+}
+
+// programFull writes a full sync into a new iptables Fake.
+func programFull(t testing.TB, cfg *Config, views ...*model.ServicePortView) (*iptables.Fake, *State) {
+	t.Helper()
+	fake := iptables.NewFake(cfg.Family)
+	input, st := fullInput(cfg, views...)
+	if err := fake.Restore(context.Background(), []byte(input)); err != nil {
+		t.Fatalf("full sync failed: %v\n%s", err, input)
+	}
+	return fake, st
+}
+
+// ourRules keeps, from iptables-save output of one table, the declarations and
+// rules of kproxy's chains (built-in chains and counters left out), as State.Dump
+// prints them.
+func ourRules(save string) string {
+	var out []string
+	for _, line := range strings.Split(save, "\n") {
+		switch {
+		case line == "", strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, ":"):
+			name, rest, _ := strings.Cut(line[1:], " ")
+			if strings.HasPrefix(rest, "-") && strings.HasPrefix(name, "KUBE-") && name != ChainCanary {
+				out = append(out, ":"+name+" - [0:0]")
+			}
+		case strings.HasPrefix(line, "-A "):
+			chain, _, _ := strings.Cut(line[3:], " ")
+			if strings.HasPrefix(chain, "KUBE-") {
+				out = append(out, line)
+			}
+		default:
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// fakeDump is the Fake's content limited to kproxy's chains, in State.Dump form.
+func fakeDump(fake *iptables.Fake) string {
+	return ourRules(fake.Dump(iptables.TableFilter)) + ourRules(fake.Dump(iptables.TableNAT))
+}
+
+// sortedEntries sorts the rules of the shared chains of a dump (partial syncs
+// insert entries at the top; their order has no meaning) except the tail rules
+// jumping to KUBE-NODEPORTS, which must stay last.
+func sortedEntries(dump string) string {
+	lines := strings.Split(dump, "\n")
+	start := -1
+	flush := func(end int) {
+		if start >= 0 {
+			slices.Sort(lines[start:end])
+		}
+		start = -1
+	}
+	for i, l := range lines {
+		chain, rest, _ := strings.Cut(strings.TrimPrefix(l, "-A "), " ")
+		shared := strings.HasPrefix(l, "-A ") && (chain == ChainServices || chain == ChainNodePorts ||
+			chain == ChainExternalServices || chain == ChainProxyFirewall) && !strings.HasSuffix(rest, "-j "+ChainNodePorts)
+		if !shared || (start >= 0 && !strings.HasPrefix(lines[start], "-A "+chain+" ")) {
+			flush(i)
+		}
+		if shared && start < 0 {
+			start = i
+		}
+	}
+	flush(len(lines))
+	return strings.Join(lines, "\n")
+}
+
+// checkGolden compares got with testdata/name, or rewrites it with -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading expected output (run with -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got; run with -update to accept):\n%s", path, diff)
+	}
+}
+
+func goldenName(s string) string {
+	return strings.NewReplacer(" ", "-", "/", "-").Replace(strings.ToLower(s)) + ".iptables"
+}
+
+func iptablesTable(t Table) iptables.Table { return iptables.Table(t) }
+
+func iptablesChain(c string) iptables.Chain { return iptables.Chain(c) }

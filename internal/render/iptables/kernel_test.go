@@ -1,0 +1,304 @@
+package iptables
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/model"
+)
+
+// The kernel tests load the rendered restore inputs with the real iptables-restore
+// of each backend (nft and legacy) inside network namespaces they create and delete
+// (named kpl-iptr-PID-N), so the machine's own rules are never touched, and check
+// that iptables-save prints back exactly what the State says.
+
+var netnsSeq atomic.Int32
+
+type backend string
+
+// kernelBackends returns the iptables backends usable here for family, or skips.
+func kernelBackends(t *testing.T, family v1.IPFamily) []backend {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: loads rules with iptables-restore in private network namespaces")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs the ip command")
+	}
+	var out []backend
+	for _, b := range []backend{"nft", "legacy"} {
+		if _, err := exec.LookPath(binary(b, family, "-restore")); err != nil {
+			continue
+		}
+		ns := newNetns(t)
+		// The legacy backend needs the x_tables modules of the family.
+		if _, err := run(ns, nil, binary(b, family, "-save"), "-t", "nat"); err != nil {
+			t.Logf("skipping backend %s: %v", b, err)
+			continue
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		t.Skip("no usable iptables backend")
+	}
+	return out
+}
+
+func binary(b backend, family v1.IPFamily, tool string) string {
+	name := "iptables"
+	if family == v1.IPv6Protocol {
+		name = "ip6tables"
+	}
+	return name + "-" + string(b) + tool
+}
+
+// newNetns creates a network namespace removed at the end of the test.
+func newNetns(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("kpl-iptr-%d-%d", os.Getpid(), netnsSeq.Add(1))
+	if out, err := exec.CommandContext(context.Background(), "ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		out, err := exec.CommandContext(context.Background(), "ip", "netns", "del", name).CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "No such file") {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	return name
+}
+
+func run(ns string, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(context.Background(), "ip", append([]string{"netns", "exec", ns}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+type kernel struct {
+	t       *testing.T
+	ns      string
+	backend backend
+	family  v1.IPFamily
+}
+
+func newKernel(t *testing.T, b backend, family v1.IPFamily) *kernel {
+	return &kernel{t: t, ns: newNetns(t), backend: b, family: family}
+}
+
+func (k *kernel) restore(input string) {
+	k.t.Helper()
+	if _, err := run(k.ns, []byte(input), binary(k.backend, k.family, "-restore"), "-w", "5", "--noflush", "--counters"); err != nil {
+		k.t.Fatalf("kernel refused the input: %v\n%s", err, numbered(input))
+	}
+}
+
+func (k *kernel) save(table Table) string {
+	k.t.Helper()
+	out, err := run(k.ns, nil, binary(k.backend, k.family, "-save"), "-t", string(table))
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return out
+}
+
+// ours is what the kernel holds of kproxy's chains, in State.Dump form.
+func (k *kernel) ours() string {
+	return ourRules(k.save(TableFilter)) + ourRules(k.save(TableNAT))
+}
+
+func numbered(s string) string {
+	lines := strings.Split(s, "\n")
+	for i := range lines {
+		lines[i] = fmt.Sprintf("%4d %s", i+1, lines[i])
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestKernelGoldenRulesets restores every expected full-sync input, twice (a full
+// sync over a previous one), and compares iptables-save with the State.
+func TestKernelGoldenRulesets(t *testing.T) {
+	backends := map[v1.IPFamily][]backend{
+		v1.IPv4Protocol: kernelBackends(t, v1.IPv4Protocol),
+		v1.IPv6Protocol: kernelBackends(t, v1.IPv6Protocol),
+	}
+	for _, tc := range renderCases() {
+		cfg, views := tc.build()
+		if cfg.CountInvalidDrops || cfg.CountLocalhostNodePorts {
+			// "-m nfacct" needs the counters to exist; nothing here creates them.
+			continue
+		}
+		for _, b := range backends[cfg.Family] {
+			t.Run(string(b)+"/"+tc.name, func(t *testing.T) {
+				k := newKernel(t, b, cfg.Family)
+				input, st := fullInput(cfg, views...)
+				k.restore(input)
+				if diff := cmp.Diff(st.Dump(), k.ours()); diff != "" {
+					t.Fatalf("iptables-save differs from the State (-state +kernel):\n%s", diff)
+				}
+				k.restore(input)
+				if diff := cmp.Diff(st.Dump(), k.ours()); diff != "" {
+					t.Errorf("after a second full sync (-state +kernel):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestKernelPlans restores full(before), then the delta, and compares with the
+// committed State; then a full sync of the new state, given the chains the kernel
+// holds, must delete the stale ones and give a full render of it.
+func TestKernelPlans(t *testing.T) {
+	cfg := testConfig(v1.IPv4Protocol)
+	for _, b := range kernelBackends(t, cfg.Family) {
+		for _, tc := range planCases() {
+			t.Run(string(b)+"/"+tc.name, func(t *testing.T) {
+				k := newKernel(t, b, cfg.Family)
+				full, st := fullInput(cfg, tc.before...)
+				k.restore(full)
+				var buf bytes.Buffer
+				plan := st.Plan(&buf, nil, updatesBetween(st, RenderServices(cfg, tc.after)))
+				if buf.Len() > 0 {
+					k.restore(buf.String())
+				}
+				st.Commit(plan)
+				if diff := cmp.Diff(st.Dump(), k.ours()); diff != "" {
+					t.Fatalf("iptables-save differs from the committed State (-state +kernel):\n%s", diff)
+				}
+
+				fresh := renderAll(cfg, tc.after...)
+				buf.Reset()
+				WriteFull(&buf, fresh, ChainsInSave([]byte(k.save(TableNAT))))
+				k.restore(buf.String())
+				if diff := cmp.Diff(fresh.Dump(), k.ours()); diff != "" {
+					t.Errorf("full sync over the partial state (-want +kernel):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestKernelBaseChange plans tail-rule changes of the shared chains.
+func TestKernelBaseChange(t *testing.T) {
+	for _, b := range kernelBackends(t, v1.IPv4Protocol) {
+		t.Run(string(b), func(t *testing.T) {
+			cfg := testConfig(v1.IPv4Protocol)
+			k := newKernel(t, b, cfg.Family)
+			full, st := fullInput(cfg, scaleViews(10, 2)...)
+			k.restore(full)
+			cfg.NodePortAddresses.IPs = addrs("192.168.0.2", "192.168.1.2")
+			cfg.TCPBeLiberal = true
+			base := RenderBase(cfg)
+			var buf bytes.Buffer
+			plan := st.Plan(&buf, &base, nil)
+			k.restore(buf.String())
+			st.Commit(plan)
+			if diff := cmp.Diff(st.Dump(), k.ours()); diff != "" {
+				t.Errorf("(-state +kernel):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestKernelJumpRules inserts the jump rules as the dataplane does (iptables -I
+// CHAIN 1 ARGS) and checks that the kernel prints them as the Fake does.
+func TestKernelJumpRules(t *testing.T) {
+	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		for _, b := range kernelBackends(t, family) {
+			t.Run(string(b)+"/"+string(family), func(t *testing.T) {
+				cfg := testConfig(family)
+				k := newKernel(t, b, family)
+				full, _ := fullInput(cfg)
+				k.restore(full)
+				fake, _ := programFull(t, cfg)
+				ctx := context.Background()
+				for _, j := range JumpRules() {
+					if _, err := run(k.ns, nil, binary(b, family, ""), "-w", "5", "-t", string(j.Table), "-N", j.Target); err != nil &&
+						!strings.Contains(err.Error(), "exists") {
+						t.Fatal(err)
+					}
+					if _, err := run(k.ns, nil, append([]string{binary(b, family, ""), "-w", "5", "-t", string(j.Table), "-I", j.Chain, "1"}, j.Args...)...); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := run(k.ns, nil, append([]string{binary(b, family, ""), "-w", "5", "-t", string(j.Table), "-C", j.Chain}, j.Args...)...); err != nil {
+						t.Errorf("the kernel does not find the rule it was given: %v", err)
+					}
+					if _, err := fake.EnsureChain(ctx, iptablesTable(j.Table), iptablesChain(j.Target)); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := fake.EnsureRule(ctx, true, iptablesTable(j.Table), iptablesChain(j.Chain), j.Args...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				builtin := func(save string) string {
+					var out []string
+					for _, l := range strings.Split(save, "\n") {
+						if strings.HasPrefix(l, "-A ") && !strings.HasPrefix(l, "-A KUBE-") {
+							out = append(out, l)
+						}
+					}
+					return strings.Join(out, "\n")
+				}
+				for _, table := range tables {
+					if diff := cmp.Diff(builtin(fake.Dump(iptablesTable(table))), builtin(k.save(table))); diff != "" {
+						t.Errorf("%s: (-fake +kernel):\n%s", table, diff)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestKernelTiming times iptables-restore of a full sync of N Services x 10
+// endpoints and of one-endpoint deltas on top, with each backend, in a private
+// network namespace. Opt-in (KPROXY_KERNEL_TIMING=N, e.g. 10000): it takes seconds to
+// minutes and measures the machine, not the code.
+func TestKernelTiming(t *testing.T) {
+	n, err := strconv.Atoi(os.Getenv("KPROXY_KERNEL_TIMING"))
+	if err != nil || n < 1 {
+		t.Skip("set KPROXY_KERNEL_TIMING to a number of Services to run")
+	}
+	cfg := testConfig(v1.IPv4Protocol)
+	for _, b := range kernelBackends(t, cfg.Family) {
+		t.Run(string(b), func(t *testing.T) {
+			k := newKernel(t, b, cfg.Family)
+			views := scaleViews(n, 10)
+			full, st := fullInput(cfg, views...)
+			timed := func(what, input string) {
+				start := time.Now()
+				k.restore(input)
+				t.Logf("%s: %d lines, %v", what, strings.Count(input, "\n"), time.Since(start).Round(time.Millisecond))
+			}
+			timed("full sync", full)
+			for i := range 3 {
+				orig := views[(n/2+i)%n]
+				eps := append([]*model.Endpoint{ep(fmt.Sprintf("10.250.0.%d", i+1), 8080, false)}, orig.ClusterEndpoints[1:]...)
+				f := RenderService(cfg, view(orig.ServicePort, eps...))
+				var buf bytes.Buffer
+				plan := st.Plan(&buf, nil, map[model.ServicePortName]*Fragment{orig.Name: &f})
+				timed("endpoint replaced", buf.String())
+				st.Commit(plan)
+			}
+			var buf bytes.Buffer
+			st.Commit(st.Plan(&buf, nil, map[model.ServicePortName]*Fragment{views[0].Name: nil}))
+			timed("service deleted", buf.String())
+			timed("full sync again", full)
+		})
+	}
+}

@@ -1,0 +1,360 @@
+package iptables
+
+import (
+	"net/netip"
+	"strconv"
+
+	"github.com/kproxy/kproxy/internal/model"
+)
+
+// RenderService renders one ServicePort as upstream kube-proxy v1.37's iptables
+// mode does (pkg/proxy/iptables/proxier.go, syncProxyRules): its nat chains and
+// its entries in the shared chains. Endpoints, addresses and source ranges of
+// another family than cfg.Family are ignored. cfg must be valid.
+func RenderService(cfg *Config, v *model.ServicePortView) Fragment {
+	r := serviceRenderer{cfg: cfg, v: v, sp: v.ServicePort, names: namesFor(&v.ServicePort.Name)}
+	r.render()
+	sortChains(r.f.Chains)
+	return r.f
+}
+
+// RenderServices renders every view (see RenderService), keyed by ServicePort name.
+func RenderServices(cfg *Config, views []*model.ServicePortView) map[model.ServicePortName]*Fragment {
+	out := make(map[model.ServicePortName]*Fragment, len(views))
+	for _, v := range views {
+		f := RenderService(cfg, v)
+		out[v.Name] = &f
+	}
+	return out
+}
+
+type serviceRenderer struct {
+	cfg   *Config
+	v     *model.ServicePortView
+	sp    *model.ServicePort
+	names serviceNames
+	f     Fragment
+}
+
+func (r *serviceRenderer) entry(table Table, chain string, rl *rule) {
+	r.f.Entries = append(r.f.Entries, Entry{Table: table, Chain: chain, Rule: rl.String()})
+}
+
+func (r *serviceRenderer) chain(name string, rules []*rule) {
+	c := Chain{Table: TableNAT, Name: name, Rules: make([]string, len(rules))}
+	for i, rl := range rules {
+		c.Rules[i] = rl.String()
+	}
+	r.f.Chains = append(r.f.Chains, c)
+}
+
+func (r *serviceRenderer) familyEndpoints(eps []*model.Endpoint) []*model.Endpoint {
+	out := make([]*model.Endpoint, 0, len(eps))
+	for _, ep := range eps {
+		if ep != nil && r.cfg.hasFamily(ep.IP) {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+func (r *serviceRenderer) familyAddrs(in []netip.Addr) []netip.Addr {
+	out := make([]netip.Addr, 0, len(in))
+	for _, ip := range in {
+		if r.cfg.hasFamily(ip) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// portRule starts a rule matching proto and port to ip, with a comment, as upstream's
+// "-m comment --comment C -m PROTO -p PROTO -d IP --dport PORT".
+func (r *serviceRenderer) portRule(comment string, ip netip.Addr, port int32) *rule {
+	rl := newRule().comment(comment)
+	if ip.IsValid() {
+		rl.dest(hostPrefix(ip), false)
+	}
+	return rl.dport(r.names.protocol, port)
+}
+
+func (r *serviceRenderer) render() {
+	cfg, sp, v, n := r.cfg, r.sp, r.v, &r.names
+	if !sp.ClusterIP.IsValid() || !cfg.hasFamily(sp.ClusterIP) {
+		return
+	}
+	clusterEps := r.familyEndpoints(v.ClusterEndpoints)
+	localEps := r.familyEndpoints(v.LocalEndpoints)
+	reachable := r.familyEndpoints(v.AllReachableEndpoints)
+	hasEndpoints := v.HasAnyEndpoints
+	externalIPs := r.familyAddrs(sp.ExternalIPs)
+	lbVIPs := r.familyAddrs(sp.LoadBalancerVIPs)
+	var sourceRanges []netip.Prefix
+	for _, p := range sp.LoadBalancerSourceRanges {
+		if cfg.hasFamily(p.Addr()) {
+			sourceRanges = append(sourceRanges, p.Masked())
+		}
+	}
+
+	usesClusterChain := len(clusterEps) > 0 && sp.UsesClusterEndpoints()
+	usesLocalChain := len(localEps) > 0 && sp.UsesLocalEndpoints()
+
+	// Upstream's variables. Unlike upstream, a policy chain is only targeted when
+	// it is rendered (upstream relies on the model never giving a Service
+	// endpoints without Cluster endpoints); the nftables renderer does the same.
+	internalChain, hasInternal := n.clusterPolicy, hasEndpoints && usesClusterChain
+	if sp.InternalPolicyLocal {
+		internalChain, hasInternal = n.localPolicy, hasEndpoints && usesLocalChain
+	}
+	externalPolicyChain, hasExternal := n.clusterPolicy, hasEndpoints && usesClusterChain
+	if sp.ExternalPolicyLocal {
+		externalPolicyChain, hasExternal = n.localPolicy, hasEndpoints && usesLocalChain
+	}
+	// The external chain exists whenever the Service has endpoints somewhere: it
+	// short-circuits traffic from pods and the node even without usable endpoints.
+	usesExternalChain := hasEndpoints && sp.ExternallyAccessible()
+	usesFWChain := hasEndpoints && len(lbVIPs) > 0 && len(sourceRanges) > 0
+	lbChain := n.external
+	if usesFWChain {
+		lbChain = n.firewall
+	}
+
+	var internalTarget, internalComment, externalTarget, externalComment string
+	if !hasEndpoints {
+		internalTarget, externalTarget = "REJECT", "REJECT"
+		internalComment = n.port + " has no endpoints"
+		externalComment = internalComment
+	} else {
+		if !hasInternal {
+			internalTarget, internalComment = "DROP", n.port+" has no local endpoints"
+		}
+		if !hasExternal {
+			externalTarget, externalComment = "DROP", n.port+" has no local endpoints"
+		}
+	}
+	reject := func(rl *rule, target string) *rule {
+		if target == "REJECT" {
+			// iptables-save prints the default ICMP type explicitly.
+			if cfg.isIPv6() {
+				return rl.jump("REJECT", "--reject-with", "icmp6-port-unreachable")
+			}
+			return rl.jump("REJECT", "--reject-with", "icmp-port-unreachable")
+		}
+		return rl.jump(target)
+	}
+
+	// ClusterIP.
+	if hasInternal {
+		r.entry(TableNAT, ChainServices, r.portRule(n.port+" cluster IP", sp.ClusterIP, sp.Port).jump(internalChain))
+	} else {
+		r.entry(TableFilter, ChainServices, reject(r.portRule(internalComment, sp.ClusterIP, sp.Port), internalTarget))
+	}
+
+	// External IPs.
+	for _, ip := range externalIPs {
+		if hasEndpoints {
+			r.entry(TableNAT, ChainServices, r.portRule(n.port+" external IP", ip, sp.Port).jump(n.external))
+		}
+		if !hasExternal {
+			r.entry(TableFilter, ChainExternalServices, reject(r.portRule(externalComment, ip, sp.Port), externalTarget))
+		}
+	}
+
+	// Load balancer VIPs.
+	for _, ip := range lbVIPs {
+		if hasEndpoints {
+			r.entry(TableNAT, ChainServices, r.portRule(n.port+" loadbalancer IP", ip, sp.Port).jump(lbChain))
+		}
+		if usesFWChain {
+			r.entry(TableFilter, ChainProxyFirewall,
+				r.portRule(n.port+" traffic not accepted by "+n.firewall, ip, sp.Port).jump("DROP"))
+		}
+	}
+	if !hasExternal {
+		for _, ip := range lbVIPs {
+			r.entry(TableFilter, ChainExternalServices, reject(r.portRule(externalComment, ip, sp.Port), externalTarget))
+		}
+	}
+
+	// NodePort (not subject to loadBalancerSourceRanges, as upstream).
+	if sp.NodePort != 0 {
+		if hasEndpoints {
+			if cfg.localhostNodePorts() && cfg.CountLocalhostNodePorts {
+				r.entry(TableNAT, ChainNodePorts, newRule().dest("127.0.0.0/8", false).comment(n.port).
+					dport(n.protocol, sp.NodePort).match("nfacct", "--nfacct-name", nfacctLocalhostAccepted).jump(n.external))
+			}
+			r.entry(TableNAT, ChainNodePorts, r.portRule(n.port, netip.Addr{}, sp.NodePort).jump(n.external))
+		}
+		if !hasExternal {
+			rl := newRule().comment(externalComment).match("addrtype", "--dst-type", "LOCAL").dport(n.protocol, sp.NodePort)
+			r.entry(TableFilter, ChainExternalServices, reject(rl, externalTarget))
+		}
+	}
+
+	// Health check node port: accepted whether or not there are local endpoints.
+	if sp.HealthCheckNodePort != 0 {
+		r.entry(TableFilter, ChainNodePorts, newRule().comment(n.port+" health check node port").
+			dport("tcp", sp.HealthCheckNodePort).jump("ACCEPT"))
+	}
+
+	// Chains. The masquerade rule of internal traffic goes first in the internal
+	// policy chain.
+	var internalMasq *rule
+	if hasInternal && (cfg.MasqueradeAll || cfg.localDetectorImplemented()) {
+		// Off-cluster clients may route the service range to any node, which may
+		// then forward to an endpoint elsewhere: masquerade so replies come back.
+		internalMasq = r.portRule(n.port+" cluster IP", sp.ClusterIP, sp.Port)
+		if !cfg.MasqueradeAll {
+			cfg.ifNotLocal(internalMasq)
+		}
+		internalMasq.jump(ChainMarkMasq)
+	}
+	if usesExternalChain {
+		r.chain(n.external, r.externalChain(usesClusterChain, hasExternal, externalPolicyChain))
+	}
+	if usesFWChain {
+		r.chain(n.firewall, r.firewallChain(lbVIPs, sourceRanges))
+	}
+	if usesClusterChain {
+		var head []*rule
+		if internalChain == n.clusterPolicy {
+			head = append(head, internalMasq)
+		}
+		r.chain(n.clusterPolicy, r.policyChain(head, clusterEps))
+	}
+	if usesLocalChain {
+		var head []*rule
+		if internalChain == n.localPolicy {
+			head = append(head, internalMasq)
+		}
+		r.chain(n.localPolicy, r.policyChain(head, localEps))
+	}
+	seen := make(map[string]bool, len(reachable))
+	for _, ep := range reachable {
+		chain := n.endpointChain(ep)
+		if seen[chain] {
+			continue
+		}
+		seen[chain] = true
+		r.chain(chain, r.endpointChain(ep, chain))
+	}
+}
+
+// externalChain handles traffic to NodePorts, external IPs and LB VIPs before the
+// policy chain: masquerade for Cluster policy; for Local policy, short-circuit
+// traffic from local pods and from the node itself to the Cluster policy chain.
+func (r *serviceRenderer) externalChain(hasClusterChain, hasExternal bool, externalPolicyChain string) []*rule {
+	cfg, n := r.cfg, &r.names
+	var rules []*rule
+	if !r.sp.ExternalPolicyLocal {
+		// Endpoints may be on other nodes: masquerade so replies come back here.
+		rules = append(rules, newRule().comment("masquerade traffic for "+n.port+" external destinations").jump(ChainMarkMasq))
+	} else if hasClusterChain {
+		if cfg.localDetectorImplemented() {
+			// Pod -> external destination traffic skips the traffic policy, as if
+			// it went out to the load balancer and came back.
+			rl := newRule()
+			cfg.ifLocal(rl)
+			rules = append(rules, rl.comment("pod traffic for "+n.port+" external destinations").jump(n.clusterPolicy))
+		}
+		// Node-originated traffic picks a local (often the VIP) source address, so
+		// it must be masqueraded, and it also bypasses the traffic policy.
+		rules = append(rules,
+			newRule().comment("masquerade LOCAL traffic for "+n.port+" external destinations").
+				match("addrtype", "--src-type", "LOCAL").jump(ChainMarkMasq),
+			newRule().comment("route LOCAL traffic for "+n.port+" external destinations").
+				match("addrtype", "--src-type", "LOCAL").jump(n.clusterPolicy),
+		)
+	}
+	if hasExternal {
+		rules = append(rules, newRule().jump(externalPolicyChain))
+	}
+	return rules
+}
+
+// firewallChain lets traffic to the LB VIPs from the source ranges through to the
+// external chain; the rest is not DNATed and is dropped by KUBE-PROXY-FIREWALL in
+// the filter table. When a range holds the node's IP, the VIPs are allowed as
+// sources too: a VIP configured as a local address makes the node's own traffic to
+// it carry the VIP as source.
+func (r *serviceRenderer) firewallChain(lbVIPs []netip.Addr, ranges []netip.Prefix) []*rule {
+	n := &r.names
+	comment := n.port + " loadbalancer IP"
+	var rules []*rule
+	allowFromNode := false
+	for _, p := range ranges {
+		rules = append(rules, newRule().source(p.String(), false).comment(comment).jump(n.external))
+		if r.cfg.NodeIP.IsValid() && p.Contains(r.cfg.NodeIP) {
+			allowFromNode = true
+		}
+	}
+	if allowFromNode {
+		for _, ip := range lbVIPs {
+			rules = append(rules, newRule().source(hostPrefix(ip), false).comment(comment).jump(n.external))
+		}
+	}
+	// A rule without target: it only documents where the rest of the traffic goes.
+	return append(rules, newRule().comment("other traffic to "+n.port+" will be dropped by KUBE-PROXY-FIREWALL"))
+}
+
+// policyChain selects an endpoint chain at random, upstream's
+// writeServiceToEndpointRules: with session affinity, a client seen recently by an
+// endpoint goes back to it; otherwise rule i matches with probability 1/(N-i), the
+// last one always. head rules come first (the internal masquerade rule).
+func (r *serviceRenderer) policyChain(head []*rule, eps []*model.Endpoint) []*rule {
+	n := &r.names
+	rules := make([]*rule, 0, len(head)+2*len(eps))
+	for _, h := range head {
+		if h != nil {
+			rules = append(rules, h)
+		}
+	}
+	comment := func(rl *rule, ep *model.Endpoint) *rule {
+		if !r.cfg.LargeCluster {
+			rl.comment(n.port + " -> " + ep.String())
+		}
+		return rl
+	}
+	if r.sp.SessionAffinity() {
+		for _, ep := range eps {
+			chain := n.endpointChain(ep)
+			rules = append(rules, comment(newRule(), ep).
+				match("recent", "--rcheck", "--seconds", strconv.Itoa(int(r.sp.StickyMaxAgeSeconds)), "--reap",
+					"--name", chain, "--mask", r.recentMask(), "--rsource").
+				jump(chain))
+		}
+	}
+	for i, ep := range eps {
+		rl := comment(newRule(), ep)
+		if i < len(eps)-1 {
+			rl.match("statistic", "--mode", "random", "--probability", probability(len(eps)-i))
+		}
+		rules = append(rules, rl.jump(n.endpointChain(ep)))
+	}
+	return rules
+}
+
+// endpointChain masquerades hairpin traffic (an endpoint reaching itself through the
+// Service) and DNATs to the endpoint, recording the client for session affinity.
+func (r *serviceRenderer) endpointChain(ep *model.Endpoint, chain string) []*rule {
+	n := &r.names
+	masq := newRule().source(hostPrefix(ep.IP), false)
+	dnat := newRule().protocol(n.protocol)
+	if !r.cfg.LargeCluster {
+		masq.comment(n.port)
+		dnat.comment(n.port)
+	}
+	if r.sp.SessionAffinity() {
+		dnat.match("recent", "--set", "--name", chain, "--mask", r.recentMask(), "--rsource")
+	}
+	dnat.match(n.protocol).jump("DNAT", "--to-destination", ep.String())
+	return []*rule{masq.jump(ChainMarkMasq), dnat}
+}
+
+// recentMask is the default "-m recent --mask" that iptables-save prints.
+func (r *serviceRenderer) recentMask() string {
+	if r.cfg.isIPv6() {
+		return "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"
+	}
+	return "255.255.255.255"
+}

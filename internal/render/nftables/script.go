@@ -1,0 +1,102 @@
+package nftables
+
+import (
+	"iter"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/knftables"
+)
+
+// FullScript yields the full sync of s (WriteFull's transaction) as nft command
+// text, in pieces of about partBytes that end at a line break, for a writer that
+// applies a sequence of texts as one transaction (nftnetlink.Executor.RunScript).
+// The concatenated pieces are byte for byte the text knftables writes for
+// WriteFull's transaction (tx.String(): the executor's contract with knftables),
+// but written directly: a full sync at 10,000 Services is ~140,000 operations, and
+// building a knftables object for each, then formatting it with fmt, costs more
+// than translating the text to netlink; and only one piece exists at a time.
+// Every iteration yields the same pieces.
+func FullScript(s *State, family knftables.Family, partBytes int) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		w := scriptWriter{prefix: " " + string(family) + " " + TableName + " ", family: family}
+		w.buf.Grow(partBytes + partBytes/8)
+		stopped := false
+		s.fullOps(func(op fullOp) {
+			if stopped {
+				return
+			}
+			w.write(op)
+			if w.buf.Len() >= partBytes {
+				stopped = !yield(w.buf.String())
+				w.buf = strings.Builder{}
+				w.buf.Grow(partBytes + partBytes/8)
+			}
+		})
+		if !stopped && w.buf.Len() > 0 {
+			yield(w.buf.String())
+		}
+	}
+}
+
+// scriptWriter writes operations as knftables' writeOperation does (objects.go in
+// sigs.k8s.io/knftables); TestFullScriptIsWriteFullText holds the two together.
+type scriptWriter struct {
+	buf    strings.Builder
+	prefix string // " ip kube-proxy "
+	family knftables.Family
+}
+
+func (w *scriptWriter) write(op fullOp) {
+	switch op.kind {
+	case opAddRule:
+		w.buf.WriteString("add rule")
+		w.buf.WriteString(w.prefix)
+		w.buf.WriteString(op.chain.Name)
+		w.buf.WriteByte(' ')
+		w.buf.WriteString(op.rule.Text)
+		if op.rule.Comment != "" {
+			w.buf.WriteString(" comment ")
+			w.buf.WriteString(strconv.Quote(op.rule.Comment))
+		}
+		w.buf.WriteByte('\n')
+	case opAddElement:
+		w.buf.WriteString("add element")
+		w.buf.WriteString(w.prefix)
+		w.buf.WriteString(op.id.container)
+		w.buf.WriteString(" { ")
+		w.buf.WriteString(op.id.key)
+		if op.claim.comment != "" {
+			w.buf.WriteString(" comment ")
+			w.buf.WriteString(strconv.Quote(op.claim.comment))
+		}
+		if op.claim.value != "" {
+			w.buf.WriteString(" : ")
+			w.buf.WriteString(op.claim.value)
+		}
+		w.buf.WriteString(" }\n")
+	case opAddChain:
+		if c := op.chain; c.Hook == nil && c.Comment == "" {
+			w.buf.WriteString("add chain")
+			w.buf.WriteString(w.prefix)
+			w.buf.WriteString(c.Name)
+			w.buf.WriteByte('\n')
+			return
+		}
+		w.knftables(func(tx *knftables.Transaction) { tx.Add(op.chain.object()) })
+	case opAddContainer:
+		w.knftables(func(tx *knftables.Transaction) { tx.Add(op.container.addObject()) })
+	case opAddTable:
+		w.knftables(func(tx *knftables.Transaction) { tx.Add(tableObject()) })
+	case opDeleteTable:
+		w.knftables(func(tx *knftables.Transaction) { tx.Delete(&knftables.Table{}) })
+	}
+}
+
+// knftables writes the few objects with options (base chains, sets and maps, the
+// table) through knftables itself.
+func (w *scriptWriter) knftables(add func(*knftables.Transaction)) {
+	tx := knftables.NewFake(w.family, TableName).NewTransaction()
+	add(tx)
+	w.buf.WriteString(tx.String())
+}
