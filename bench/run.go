@@ -36,8 +36,8 @@ type Config struct {
 	Modes     []string
 	Sizes     []int // Service counts, ascending (loaded incrementally)
 	Scenarios []string
-	// Repeat is the initial-sync repetitions per size; 0 means 3 below 10,000 Services
-	// and 1 from there.
+	// Repeat is the initial-sync repetitions per size; 0 means 3 up to 10,000 Services
+	// and 1 above (upstream takes minutes there).
 	Repeat int
 	Cap    time.Duration // bound of one initial sync
 	// SampleSize is how many real Services the sync check probes.
@@ -55,6 +55,27 @@ type Config struct {
 	RateWorkers    int
 	RateDuration   time.Duration
 	LoadWorkers    int
+	// ModeSizes, when it has an entry for a mode, are the only Service counts measured
+	// in that mode (besides the 0-Service dataplane baseline), and the change latency of
+	// that mode is measured at the largest of them when ChangeSize is not one. It exists
+	// for iptables mode, whose full restore through iptables-nft 1.8.9 takes minutes
+	// from a few thousand Services on, for upstream and kproxy alike (docs/iptables.md).
+	ModeSizes map[string][]int
+}
+
+// measures reports whether size is measured in mode (see ModeSizes).
+func (c Config) measures(mode string, size int) bool {
+	allowed, ok := c.ModeSizes[mode]
+	return !ok || size == 0 || slices.Contains(allowed, size)
+}
+
+// changeSize is the Service count at which mode's change latency is measured.
+func (c Config) changeSize(mode string) int {
+	allowed, ok := c.ModeSizes[mode]
+	if !ok || slices.Contains(allowed, c.ChangeSize) || len(allowed) == 0 {
+		return c.ChangeSize
+	}
+	return slices.Max(allowed)
 }
 
 // Has reports whether scenario s is enabled.
@@ -64,7 +85,7 @@ func (c Config) repeat(size int) int {
 	if c.Repeat > 0 {
 		return c.Repeat
 	}
-	if size >= 10000 {
+	if size > 10000 {
 		return 1
 	}
 	return 3
@@ -139,15 +160,31 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 	slices.Sort(sizes)
 	for _, size := range sizes {
 		n := max(size, 1)
-		measureSync := c.Has(ScenarioSync) && slices.Contains(c.Sizes, size) && size > 0
-		dataplane := slices.Contains(c.DataplaneSizes, size) && (c.Has(ScenarioDataplane) || c.Has(ScenarioRate))
-		change := c.Has(ScenarioChange) && size == c.ChangeSize
-		if !measureSync && !dataplane && !change {
-			continue // nothing measured at this size: not even loaded
+		type plan struct {
+			measureSync, dataplane, change bool
+			reps                           int
 		}
-		reps := 1
-		if measureSync {
-			reps = c.repeat(size)
+		plans := map[string]plan{}
+		for _, mode := range c.Modes {
+			if !c.measures(mode, size) {
+				continue
+			}
+			p := plan{
+				measureSync: c.Has(ScenarioSync) && slices.Contains(c.Sizes, size) && size > 0,
+				dataplane:   slices.Contains(c.DataplaneSizes, size) && (c.Has(ScenarioDataplane) || c.Has(ScenarioRate)),
+				change:      c.Has(ScenarioChange) && size == c.changeSize(mode),
+				reps:        1,
+			}
+			if !p.measureSync && !p.dataplane && !p.change {
+				continue
+			}
+			if p.measureSync {
+				p.reps = c.repeat(size)
+			}
+			plans[mode] = p
+		}
+		if len(plans) == 0 {
+			continue // nothing measured at this size: not even loaded
 		}
 		took, err := rn.Loader.LoadTo(ctx, n)
 		if err != nil {
@@ -156,7 +193,11 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 		res.Load[size] = took
 		logger.Info("Loaded", "services", n, "took", took.Round(time.Millisecond))
 		for _, mode := range c.Modes {
-			for rep := range reps {
+			pl, ok := plans[mode]
+			if !ok {
+				continue
+			}
+			for rep := range pl.reps {
 				order := append([]Proxy(nil), c.Proxies...)
 				if rep%2 == 1 {
 					slices.Reverse(order)
@@ -166,7 +207,7 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 						return res, err
 					}
 					f := res.fig(mode, size, p.Name)
-					if err := rn.one(ctx, mode, p, n, rep, measureSync, rep == 0 && dataplane, rep == 0 && change, f); err != nil {
+					if err := rn.one(ctx, mode, p, n, rep, pl.measureSync, rep == 0 && pl.dataplane, rep == 0 && pl.change, f); err != nil {
 						logger.Error(err, "Measurement failed", "mode", mode, "proxy", p.Name, "services", n, "rep", rep)
 						f.Errors = append(f.Errors, err.Error())
 					}

@@ -41,14 +41,16 @@ func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sa
 	var res SyncResult
 	var wg sync.WaitGroup
 	var probesDone, elemsDone time.Time
+	probed := make(chan struct{})
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
+		defer close(probed)
 		probesDone = waitProbes(ctx, client, sample)
 	}()
 	go func() {
 		defer wg.Done()
-		elemsDone = waitElements(ctx, l.Node1.NS, r.Mode, n)
+		elemsDone = waitElements(ctx, l.Node1.NS, r.Mode, n, probed)
 	}()
 	exited := make(chan struct{})
 	go func() {
@@ -118,7 +120,11 @@ func waitProbes(ctx context.Context, client *lab.Pod, sample []*Svc) time.Time {
 // waitElements polls CountServices until it reaches n, every 100-250ms (four times the
 // last dump's duration, within those bounds), so the checker's own cost stays small
 // beside the proxy's.
-func waitElements(ctx context.Context, ns *lab.NS, mode string, n int) time.Time {
+//
+// Once the probes all answered (probed closed), the proxy has written its rules and
+// the count is read again at once, without pause, so that the check's own interval
+// does not add to the figure.
+func waitElements(ctx context.Context, ns *lab.NS, mode string, n int, probed <-chan struct{}) time.Time {
 	for {
 		start := time.Now()
 		count, err := CountServices(ctx, ns, mode)
@@ -129,9 +135,14 @@ func waitElements(ctx context.Context, ns *lab.NS, mode string, n int) time.Time
 		// Bounded above too: a dump blocked behind the proxy's big transaction must not
 		// stretch the next interval.
 		wait := min(250*time.Millisecond, max(100*time.Millisecond, 4*now.Sub(start)))
+		if probed == nil {
+			wait = 0
+		}
 		select {
 		case <-ctx.Done():
 			return time.Time{}
+		case <-probed:
+			probed = nil // from now on, no pause
 		case <-time.After(wait):
 		}
 	}

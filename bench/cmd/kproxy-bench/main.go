@@ -34,9 +34,10 @@ func main() {
 	klog.InitFlags(nil)
 	services := flag.String("services", "1000,10000", "Service counts for the initial-sync scenario (each with 10 endpoints)")
 	with30k := flag.Bool("with-30k", false, "also measure 30,000 Services (initial sync and dataplane)")
-	repeat := flag.Int("repeat", 0, "initial-sync repetitions per size (0: 3 below 10,000 Services, 1 from there)")
+	repeat := flag.Int("repeat", 0, "initial-sync repetitions per size (0: 3 up to 10,000 Services, 1 above)")
 	capDur := flag.Duration("cap", 5*time.Minute, "bound of one initial sync (reported as \"> cap\")")
 	modes := flag.String("modes", strings.Join(bench.Modes, ","), "proxy modes to measure, each with both proxies")
+	modeSizes := flag.String("mode-sizes", "iptables=1000", "per mode, the only Service counts measured there (mode=n,n;mode=n); its change latency is then measured at the largest. iptables-nft 1.8.9 takes minutes to restore a few thousand Services (upstream's and kproxy's alike, docs/iptables.md); \"\" measures every size in every mode")
 	scenarios := flag.String("scenarios", "sync,change,dataplane,rate", "scenarios to run")
 	sample := flag.Int("sample", 50, "ClusterIPs probed by the initial-sync check")
 	changeSize := flag.Int("change-services", 10000, "Service count at which change latency is measured")
@@ -56,6 +57,10 @@ func main() {
 	flag.Parse()
 
 	modeList, err := parseModes(*modes)
+	if err != nil {
+		fatal(err)
+	}
+	perMode, err := parseModeSizes(*modeSizes)
 	if err != nil {
 		fatal(err)
 	}
@@ -93,6 +98,7 @@ func main() {
 	cfg := bench.Config{
 		Proxies:        []bench.Proxy{{Name: "kproxy", Bin: *kproxyBin}, {Name: "upstream", Bin: *upstreamBin}},
 		Modes:          modeList,
+		ModeSizes:      perMode,
 		Sizes:          sizes,
 		Scenarios:      strings.Split(*scenarios, ","),
 		Repeat:         *repeat,
@@ -189,6 +195,26 @@ func parseInts(s string) ([]int, error) {
 			return nil, fmt.Errorf("bad count %q", f)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseModeSizes parses "mode=n,n;mode=n".
+func parseModeSizes(s string) (map[string][]int, error) {
+	out := map[string][]int{}
+	for _, entry := range strings.Split(s, ";") {
+		if entry = strings.TrimSpace(entry); entry == "" {
+			continue
+		}
+		mode, list, ok := strings.Cut(entry, "=")
+		if !ok || !contains(bench.Modes, mode) {
+			return nil, fmt.Errorf("bad --mode-sizes entry %q (want mode=n,n with mode one of %s)", entry, strings.Join(bench.Modes, ", "))
+		}
+		sizes, err := parseInts(list)
+		if err != nil {
+			return nil, fmt.Errorf("--mode-sizes %s: %w", mode, err)
+		}
+		out[mode] = sizes
 	}
 	return out, nil
 }
