@@ -44,7 +44,7 @@ func main() {
 	changes := flag.Int("changes", 100, "endpoint changes per proxy and minSyncPeriod")
 	gapDefault := flag.Duration("change-gap", 1100*time.Millisecond, "pause after a change took effect, minSyncPeriod 1s")
 	gapZero := flag.Duration("change-gap-zero", 100*time.Millisecond, "pause after a change took effect, minSyncPeriod 0")
-	dataplane := flag.String("dataplane-services", "0,10000", "Service counts at which connect latency and connection rate are measured (30000 added by --with-30k)")
+	dataplane := flag.String("dataplane-services", "0,1000,10000", "Service counts at which connect latency and connection rate are measured (30000 added by --with-30k; iptables mode only at its --mode-sizes)")
 	connects := flag.Int("connects", 1000, "TCP connects per latency measurement")
 	rateWorkers := flag.Int("rate-workers", 2, "concurrent connection loops of the rate measurement")
 	rateDur := flag.Duration("rate-duration", 5*time.Second, "duration of each connection-rate measurement")
