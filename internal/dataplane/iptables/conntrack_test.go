@@ -3,6 +3,7 @@ package iptables
 import (
 	"context"
 	"errors"
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"net"
 	"slices"
 	"testing"
@@ -53,7 +54,7 @@ func TestDeletedUDPServiceFlowsCleared(t *testing.T) {
 		udpFlow("10.0.5.5", "172.30.0.99", 53, "10.0.9.9", 5353), // not a Service
 	})
 	// Only the Service goes; its EndpointSlice stays (it is garbage collected later).
-	f.state.OnServiceDelete(makeService("ns1", "dns", "172.30.0.53", withPort("dns", v1.ProtocolUDP, 53, 5353)))
+	f.state.OnServiceDelete(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
 	f.sync()
 
 	f.checkFlows("172.30.0.99->10.0.9.9")
@@ -75,8 +76,8 @@ func TestStaleUDPEndpointFlowsCleared(t *testing.T) {
 		udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353),
 	})
 	// 10.0.2.2 stops serving.
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
-		ready("10.0.1.2", testNodeName), sliceEndpoint{ip: "10.0.2.2", node: "node-b"}))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
+		dptest.Ready("10.0.1.2", testNodeName), dptest.NotReady("10.0.2.2", "node-b")))
 	f.sync()
 	f.checkFlows("172.30.0.53->10.0.1.2")
 }
@@ -87,7 +88,7 @@ func TestTCPEndpointChangeLeavesConntrackAlone(t *testing.T) {
 	f.sync()
 	// A UDP flow that is stale, but nothing UDP changed: no reconciliation.
 	f.conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.7.7", 5353)})
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.1", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	f.checkFlows("172.30.0.53->10.0.7.7")
 }
@@ -101,8 +102,8 @@ func TestConntrackCleanupWaitsForSuccessfulSync(t *testing.T) {
 		udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.1.2", 5353),
 		udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353),
 	})
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
-		ready("10.0.1.2", testNodeName)))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
+		dptest.Ready("10.0.1.2", testNodeName)))
 	// Both the partial restore and the full one that follows fail.
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
@@ -123,7 +124,7 @@ func TestConntrackFailureRetriedAtNextSync(t *testing.T) {
 
 	f.conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353)})
 	f.conntrack.SetListError(errors.New("netlink dump failed"))
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, ready("10.0.1.2", testNodeName)))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.1.2", testNodeName)))
 	f.sync() // the rules are in; only the cleanup failed, which is not a sync error
 	f.checkFlows("172.30.0.53->10.0.2.2")
 

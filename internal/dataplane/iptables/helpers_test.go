@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"net/netip"
 	"slices"
 	"strings"
@@ -15,12 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	"github.com/kproxy/kproxy/internal/conntrack"
 	"github.com/kproxy/kproxy/internal/iptables"
@@ -296,100 +293,20 @@ func tableLabel(table string) map[string]string {
 
 // API object builders.
 
-type svcOpt func(*v1.Service)
-
-func makeService(ns, name, clusterIP string, opts ...svcOpt) *v1.Service {
-	svc := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1.ServiceSpec{
-			Type:       v1.ServiceTypeClusterIP,
-			ClusterIP:  clusterIP,
-			ClusterIPs: []string{clusterIP},
-			IPFamilies: []v1.IPFamily{v1.IPv4Protocol},
-		},
-	}
-	for _, o := range opts {
-		o(svc)
-	}
-	return svc
-}
-
-func withPort(name string, proto v1.Protocol, port, targetPort int32) svcOpt {
-	return func(svc *v1.Service) {
-		svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: name, Protocol: proto, Port: port, TargetPort: intstr.FromInt32(targetPort)})
-	}
-}
-
-// asLoadBalancer makes the Service a LoadBalancer with the given VIP and node port
-// on its last port; local sets externalTrafficPolicy Local with healthCheckNodePort.
-func asLoadBalancer(vip string, nodePort int32, local bool, healthCheckNodePort int32) svcOpt {
-	return func(svc *v1.Service) {
-		svc.Spec.Type = v1.ServiceTypeLoadBalancer
-		svc.Spec.Ports[len(svc.Spec.Ports)-1].NodePort = nodePort
-		svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: vip}}
-		if local {
-			svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
-			svc.Spec.HealthCheckNodePort = healthCheckNodePort
-		}
-	}
-}
-
-func withInternalLocal() svcOpt {
-	return func(svc *v1.Service) {
-		svc.Spec.InternalTrafficPolicy = ptr.To(v1.ServiceInternalTrafficPolicyLocal)
-	}
-}
-
-type sliceEndpoint struct {
-	ip      string
-	node    string
-	serving bool // ready and serving when true; neither when false
-}
-
-func ready(ip, node string) sliceEndpoint { return sliceEndpoint{ip: ip, node: node, serving: true} }
-
-func makeSlice(ns, svc, name string, port int32, portName string, proto v1.Protocol, eps ...sliceEndpoint) *discovery.EndpointSlice {
-	s := &discovery.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   ns,
-			Name:        name,
-			Labels:      map[string]string{discovery.LabelServiceName: svc},
-			Annotations: map[string]string{},
-		},
-		AddressType: discovery.AddressTypeIPv4,
-		Ports:       []discovery.EndpointPort{{Name: ptr.To(portName), Port: ptr.To(port), Protocol: ptr.To(proto)}},
-	}
-	for _, e := range eps {
-		s.Endpoints = append(s.Endpoints, discovery.Endpoint{
-			Addresses: []string{e.ip},
-			NodeName:  ptr.To(e.node),
-			Conditions: discovery.EndpointConditions{
-				Ready: ptr.To(e.serving), Serving: ptr.To(e.serving), Terminating: ptr.To(false),
-			},
-		})
-	}
-	return s
-}
-
-func withTriggerTime(s *discovery.EndpointSlice, t time.Time) *discovery.EndpointSlice {
-	s.Annotations[v1.EndpointsLastChangeTriggerTime] = t.Format(time.RFC3339Nano)
-	return s
-}
-
 // addStandardServices feeds the model a TCP ClusterIP Service, a UDP ClusterIP
 // Service (each with a local and a remote endpoint) and an eTP=Local LoadBalancer
 // whose only endpoint is on another node.
 func addStandardServices(f *fixture) {
 	st := f.state
-	st.OnServiceAdd(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
-	st.OnEndpointSliceAdd(makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-		ready("10.0.1.1", testNodeName), ready("10.0.2.1", "node-b")))
+	st.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	st.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b")))
 
-	st.OnServiceAdd(makeService("ns1", "dns", "172.30.0.53", withPort("dns", v1.ProtocolUDP, 53, 5353)))
-	st.OnEndpointSliceAdd(makeSlice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
-		ready("10.0.1.2", testNodeName), ready("10.0.2.2", "node-b")))
+	st.OnServiceAdd(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
+	st.OnEndpointSliceAdd(dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
+		dptest.Ready("10.0.1.2", testNodeName), dptest.Ready("10.0.2.2", "node-b")))
 
-	st.OnServiceAdd(makeService("ns2", "lb", "172.30.0.20", withPort("http", v1.ProtocolTCP, 80, 8080),
-		asLoadBalancer("1.2.3.4", 30080, true, 30999)))
-	st.OnEndpointSliceAdd(makeSlice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, ready("10.0.2.3", "node-b")))
+	st.OnServiceAdd(dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
+		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30999)))
+	st.OnEndpointSliceAdd(dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.3", "node-b")))
 }

@@ -3,6 +3,7 @@ package iptables
 import (
 	"context"
 	"errors"
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -74,8 +75,8 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-		ready("10.0.1.1", testNodeName), ready("10.0.2.1", "node-b"), ready("10.0.3.1", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b"), dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 
 	delta := f.lastRestore()
@@ -98,8 +99,8 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	}
 
 	// A Service added and another deleted: still a delta, still a full render.
-	f.state.OnServiceAdd(makeService("ns3", "new", "172.30.0.30", withPort("", v1.ProtocolTCP, 443, 8443)))
-	f.state.OnServiceDelete(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnServiceAdd(dptest.Service("ns3", "new", "172.30.0.30", dptest.WithPort("", v1.ProtocolTCP, 443, 8443)))
+	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	if f.lastWasFull() {
 		t.Fatalf("a Service change rewrote everything")
@@ -148,7 +149,7 @@ func TestPartialRestoreFailure(t *testing.T) {
 	f.sync()
 	updates := f.health.count(v1.IPv4Protocol)
 
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.1", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.sync()
 	if !f.lastWasFull() {
@@ -166,7 +167,7 @@ func TestPartialRestoreFailure(t *testing.T) {
 	}
 
 	// Back to deltas afterwards.
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.2", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
 	f.sync()
 	if f.lastWasFull() {
 		t.Errorf("the sync after the recovery was full")
@@ -191,7 +192,7 @@ func TestDriftRepairedByFullSync(t *testing.T) {
 	if err := f.ipt.Restore(context.Background(), []byte(drift)); err != nil {
 		t.Fatal(err)
 	}
-	f.state.OnServiceDelete(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	if !f.lastWasFull() {
 		t.Errorf("no full sync after the partial one failed")
@@ -216,7 +217,7 @@ func TestFailedFullRestore(t *testing.T) {
 			}
 			updates := f.health.count(v1.IPv4Protocol)
 
-			f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.1", "node-c")))
+			f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 			// The partial restore (if any) and the full one both fail.
 			f.ipt.FailNext(iptables.OpRestore, errInjected)
 			if !first {
@@ -296,7 +297,7 @@ func TestFullSyncPeriod(t *testing.T) {
 	f.sync()
 
 	f.clock.Step(30 * time.Second)
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.1", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if f.lastWasFull() {
 		t.Fatalf("sync before FullSyncPeriod was full")
@@ -324,8 +325,8 @@ func TestLargeCluster(t *testing.T) {
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
 
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-		ready("10.0.1.1", testNodeName), ready("10.0.2.1", "node-b"), ready("10.0.3.1", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b"), dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if !f.lastWasFull() {
 		t.Errorf("crossing the threshold did not rewrite everything")
@@ -344,7 +345,7 @@ func TestLargeCluster(t *testing.T) {
 		t.Errorf("periodic full sync in a large cluster")
 	}
 
-	f.state.OnServiceDelete(makeService("ns1", "dns", "172.30.0.53", withPort("dns", v1.ProtocolUDP, 53, 5353)))
+	f.state.OnServiceDelete(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
 	f.sync()
 	if !f.lastWasFull() {
 		t.Errorf("going back under the threshold did not rewrite everything")
@@ -423,8 +424,8 @@ func TestServiceHealth(t *testing.T) {
 	if !strings.Contains(f.ipt.Dump(iptables.TableFilter), "--dport 30999 -j ACCEPT") {
 		t.Errorf("the health check node port is not accepted in filter KUBE-NODEPORTS")
 	}
-	f.state.OnServiceUpdate(nil, makeService("ns2", "lb", "172.30.0.20", withPort("http", v1.ProtocolTCP, 80, 8080),
-		asLoadBalancer("1.2.3.4", 30080, true, 30998)))
+	f.state.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
+		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	if err := f.proxier.Sync(context.Background()); err == nil {
@@ -442,8 +443,8 @@ func TestOptionalDependenciesMayBeNil(t *testing.T) {
 	})
 	addStandardServices(f)
 	f.sync()
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, ready("10.0.3.1", "node-c")))
-	f.state.OnServiceDelete(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.3.1", "node-c")))
+	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
@@ -453,7 +454,7 @@ func TestInvalidDataIsSkipped(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	f := newFixture(t, func(c *Config) { c.Recorder = recorder })
 	addStandardServices(f)
-	f.state.OnServiceAdd(makeService("ns3", "bad", "not-an-ip", withPort("", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnServiceAdd(dptest.Service("ns3", "bad", "not-an-ip", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
 	if strings.Contains(f.ipt.Dump(iptables.TableNAT), "ns3") {

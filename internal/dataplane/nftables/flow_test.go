@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -51,7 +52,7 @@ func (f *fixture) checkPackets(flows []flow) {
 func TestPacketsAfterSync(t *testing.T) {
 	f := newFixture(t)
 	addStandardServices(f)
-	f.state.OnServiceAdd(makeService("ns3", "empty", "172.30.0.41", withPort("", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnServiceAdd(dptest.Service("ns3", "empty", "172.30.0.41", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 
 	f.checkPackets([]flow{
@@ -68,10 +69,10 @@ func TestPacketsAfterSync(t *testing.T) {
 	})
 
 	// After a delta: the new endpoint is reachable, the removed one is not.
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-		ready("10.0.1.1", testNodeName), ready("10.0.3.1", "node-c")))
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
-		ready("10.0.2.3", "node-b"), ready("10.0.1.3", testNodeName)))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.3.1", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
+		dptest.Ready("10.0.2.3", "node-b"), dptest.Ready("10.0.1.3", testNodeName)))
 	f.sync()
 	if f.lastWasFullRewrite() {
 		t.Fatal("endpoint changes rewrote the whole table")

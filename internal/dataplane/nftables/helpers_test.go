@@ -13,12 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/conntrack"
@@ -287,86 +283,6 @@ func findSeries(mf *dto.MetricFamily, labels map[string]string) *dto.Metric {
 var ipv4Label = map[string]string{"ip_family": "IPv4"}
 
 // API object builders.
-
-type svcOpt func(*v1.Service)
-
-func makeService(ns, name, clusterIP string, opts ...svcOpt) *v1.Service {
-	svc := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1.ServiceSpec{
-			Type:       v1.ServiceTypeClusterIP,
-			ClusterIP:  clusterIP,
-			ClusterIPs: []string{clusterIP},
-			IPFamilies: []v1.IPFamily{v1.IPv4Protocol},
-		},
-	}
-	for _, o := range opts {
-		o(svc)
-	}
-	return svc
-}
-
-func withPort(name string, proto v1.Protocol, port, targetPort int32) svcOpt {
-	return func(svc *v1.Service) {
-		svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: name, Protocol: proto, Port: port, TargetPort: intstr.FromInt32(targetPort)})
-	}
-}
-
-// asLoadBalancer makes the Service a LoadBalancer with the given VIP and node port
-// on its last port; local sets externalTrafficPolicy Local with healthCheckNodePort.
-func asLoadBalancer(vip string, nodePort int32, local bool, healthCheckNodePort int32) svcOpt {
-	return func(svc *v1.Service) {
-		svc.Spec.Type = v1.ServiceTypeLoadBalancer
-		svc.Spec.Ports[len(svc.Spec.Ports)-1].NodePort = nodePort
-		svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: vip}}
-		if local {
-			svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
-			svc.Spec.HealthCheckNodePort = healthCheckNodePort
-		}
-	}
-}
-
-func withInternalLocal() svcOpt {
-	return func(svc *v1.Service) {
-		svc.Spec.InternalTrafficPolicy = ptr.To(v1.ServiceInternalTrafficPolicyLocal)
-	}
-}
-
-type sliceEndpoint struct {
-	ip      string
-	node    string
-	serving bool // ready and serving when true; neither when false
-}
-
-func ready(ip, node string) sliceEndpoint { return sliceEndpoint{ip: ip, node: node, serving: true} }
-
-func makeSlice(ns, svc, name string, port int32, portName string, proto v1.Protocol, eps ...sliceEndpoint) *discovery.EndpointSlice {
-	s := &discovery.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   ns,
-			Name:        name,
-			Labels:      map[string]string{discovery.LabelServiceName: svc},
-			Annotations: map[string]string{},
-		},
-		AddressType: discovery.AddressTypeIPv4,
-		Ports:       []discovery.EndpointPort{{Name: ptr.To(portName), Port: ptr.To(port), Protocol: ptr.To(proto)}},
-	}
-	for _, e := range eps {
-		s.Endpoints = append(s.Endpoints, discovery.Endpoint{
-			Addresses: []string{e.ip},
-			NodeName:  ptr.To(e.node),
-			Conditions: discovery.EndpointConditions{
-				Ready: ptr.To(e.serving), Serving: ptr.To(e.serving), Terminating: ptr.To(false),
-			},
-		})
-	}
-	return s
-}
-
-func withTriggerTime(s *discovery.EndpointSlice, t time.Time) *discovery.EndpointSlice {
-	s.Annotations[v1.EndpointsLastChangeTriggerTime] = t.Format(time.RFC3339Nano)
-	return s
-}
 
 func spName(ns, name, port string, proto v1.Protocol) model.ServicePortName {
 	return model.ServicePortName{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}, Port: port, Protocol: proto}

@@ -3,6 +3,7 @@ package nftables
 import (
 	"context"
 	"fmt"
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"iter"
 	"strings"
 	"testing"
@@ -64,9 +65,9 @@ func TestFullSyncAsScript(t *testing.T) {
 	const services = 800
 	for i := range services {
 		name := fmt.Sprintf("svc-%d", i)
-		f.state.OnServiceAdd(makeService("ns", name, fmt.Sprintf("172.30.%d.%d", i/250, i%250+1), withPort("http", v1.ProtocolTCP, 80, 8080)))
-		f.state.OnEndpointSliceAdd(makeSlice("ns", name, name+"-1", 8080, "http", v1.ProtocolTCP,
-			ready(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), testNodeName), ready(fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), "node-b")))
+		f.state.OnServiceAdd(dptest.Service("ns", name, fmt.Sprintf("172.30.%d.%d", i/250, i%250+1), dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+		f.state.OnEndpointSliceAdd(dptest.Slice("ns", name, name+"-1", 8080, "http", v1.ProtocolTCP,
+			dptest.Ready(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), testNodeName), dptest.Ready(fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), "node-b")))
 	}
 
 	writer.failNext = true
@@ -94,7 +95,7 @@ func TestFullSyncAsScript(t *testing.T) {
 
 	// A partial sync is one transaction through Run.
 	before := writer.runs()
-	f.state.OnServiceDelete(makeService("ns", "svc-7", "172.30.0.8", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnServiceDelete(dptest.Service("ns", "svc-7", "172.30.0.8", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	if writer.calls != 2 || writer.runs() != before+1 {
 		t.Fatalf("partial sync: %d RunScript calls and %d new transactions, want 2 and 1", writer.calls, writer.runs()-before)
@@ -106,11 +107,11 @@ func TestFullSyncAsScript(t *testing.T) {
 // their follow-up work (events, trigger times), and Precommit is inert afterwards.
 func TestPrecommit(t *testing.T) {
 	f := newFixture(t)
-	f.state.OnServiceAdd(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.proxier.Precommit()
-	f.state.OnEndpointSliceAdd(makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.1.1", testNodeName)))
+	f.state.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
 	f.proxier.Precommit()
-	f.state.OnServiceAdd(makeService("ns1", "dns", "172.30.0.53", withPort("dns", v1.ProtocolUDP, 53, 5353)))
+	f.state.OnServiceAdd(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
 	if f.nft.runs() != 0 {
 		t.Fatal("Precommit wrote to the kernel")
 	}
@@ -121,7 +122,7 @@ func TestPrecommit(t *testing.T) {
 	}
 
 	// After a sync, Precommit leaves changes to Sync.
-	f.state.OnServiceDelete(makeService("ns1", "dns", "172.30.0.53", withPort("dns", v1.ProtocolUDP, 53, 5353)))
+	f.state.OnServiceDelete(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
 	f.proxier.Precommit()
 	if services, _ := f.state.Pending(); services != 1 {
 		t.Fatalf("after the first sync, Precommit consumed the model's pending changes (%d Service changes left, want 1)", services)

@@ -3,6 +3,7 @@ package nftables
 import (
 	"context"
 	"errors"
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"k8s.io/client-go/tools/events"
 	"net/netip"
 	"strings"
@@ -19,17 +20,17 @@ import (
 // whose only endpoint is on another node.
 func addStandardServices(f *fixture) {
 	st := f.state
-	st.OnServiceAdd(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
-	st.OnEndpointSliceAdd(makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-		ready("10.0.1.1", testNodeName), ready("10.0.2.1", "node-b")))
+	st.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	st.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b")))
 
-	st.OnServiceAdd(makeService("ns1", "dns", "172.30.0.53", withPort("dns", v1.ProtocolUDP, 53, 5353)))
-	st.OnEndpointSliceAdd(makeSlice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
-		ready("10.0.1.2", testNodeName), ready("10.0.2.2", "node-b")))
+	st.OnServiceAdd(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
+	st.OnEndpointSliceAdd(dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
+		dptest.Ready("10.0.1.2", testNodeName), dptest.Ready("10.0.2.2", "node-b")))
 
-	st.OnServiceAdd(makeService("ns2", "lb", "172.30.0.20", withPort("http", v1.ProtocolTCP, 80, 8080),
-		asLoadBalancer("1.2.3.4", 30080, true, 30999)))
-	st.OnEndpointSliceAdd(makeSlice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, ready("10.0.2.3", "node-b")))
+	st.OnServiceAdd(dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
+		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30999)))
+	st.OnEndpointSliceAdd(dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.3", "node-b")))
 }
 
 // isFullRewrite reports whether the last transaction replaced the whole table.
@@ -95,8 +96,8 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	f.sync()
 	fullOps := f.nft.lastOperations()
 
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-		ready("10.0.1.1", testNodeName), ready("10.0.2.1", "node-b"), ready("10.0.3.1", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b"), dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 
 	if f.lastWasFullRewrite() {
@@ -113,8 +114,8 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	}
 
 	// A Service added and another deleted: still a delta, still equal to a full render.
-	f.state.OnServiceAdd(makeService("ns3", "new", "172.30.0.30", withPort("", v1.ProtocolTCP, 443, 8443)))
-	f.state.OnServiceDelete(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnServiceAdd(dptest.Service("ns3", "new", "172.30.0.30", dptest.WithPort("", v1.ProtocolTCP, 443, 8443)))
+	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	if f.lastWasFullRewrite() {
 		t.Fatalf("a Service change rewrote the whole table")
@@ -155,8 +156,8 @@ func TestFailedTransaction(t *testing.T) {
 			before := normalizeDump(f.nft.Dump())
 			updates := f.health.count(v1.IPv4Protocol)
 
-			f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-				ready("10.0.3.1", "node-c")))
+			f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+				dptest.Ready("10.0.3.1", "node-c")))
 			f.nft.failNext = 1
 			err := f.proxier.Sync(context.Background())
 			if !errors.Is(err, errInjected) {
@@ -188,8 +189,8 @@ func TestFailedTransaction(t *testing.T) {
 			}
 
 			// Back to deltas afterwards.
-			f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-				ready("10.0.3.2", "node-c")))
+			f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+				dptest.Ready("10.0.3.2", "node-c")))
 			f.sync()
 			if f.lastWasFullRewrite() {
 				t.Errorf("the sync after the recovery was a full rewrite")
@@ -205,7 +206,7 @@ func TestFullSyncPeriod(t *testing.T) {
 	f.sync()
 
 	f.clock.Step(30 * time.Second)
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.1", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if f.lastWasFullRewrite() {
 		t.Fatalf("sync before FullSyncPeriod was full")
@@ -351,8 +352,8 @@ func TestServiceHealth(t *testing.T) {
 	}
 
 	// An endpoint change does not resync the health check services.
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
-		ready("10.0.2.3", "node-b"), ready("10.0.1.3", testNodeName)))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
+		dptest.Ready("10.0.2.3", "node-b"), dptest.Ready("10.0.1.3", testNodeName)))
 	f.sync()
 	if len(f.svcHealth.services) != 1 {
 		t.Errorf("SyncServices called again without a health check node port change")
@@ -362,8 +363,8 @@ func TestServiceHealth(t *testing.T) {
 	}
 
 	// A new healthCheckNodePort is passed on.
-	f.state.OnServiceUpdate(nil, makeService("ns2", "lb", "172.30.0.20", withPort("http", v1.ProtocolTCP, 80, 8080),
-		asLoadBalancer("1.2.3.4", 30080, true, 30998)))
+	f.state.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
+		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
 	f.sync()
 	if n := len(f.svcHealth.services); n != 2 || f.svcHealth.services[1][lb] != 30998 {
 		t.Errorf("SyncServices calls = %v, want a second one with {ns2/lb: 30998}", f.svcHealth.services)
@@ -376,8 +377,8 @@ func TestServiceHealthChangeSurvivesFailedSync(t *testing.T) {
 	f.sync()
 	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
 
-	f.state.OnServiceUpdate(nil, makeService("ns2", "lb", "172.30.0.20", withPort("http", v1.ProtocolTCP, 80, 8080),
-		asLoadBalancer("1.2.3.4", 30080, true, 30998)))
+	f.state.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
+		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
 	f.nft.failNext = 1
 	if err := f.proxier.Sync(context.Background()); err == nil {
 		t.Fatal("Sync succeeded despite the failed transaction")
@@ -393,10 +394,10 @@ func TestHealthUpdatedOncePerSuccessfulSync(t *testing.T) {
 	f := newFixture(t)
 	addStandardServices(f)
 	f.sync()
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.1", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	f.nft.failNext = 1
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, ready("10.0.3.2", "node-c")))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
 	_ = f.proxier.Sync(context.Background())
 	f.sync()
 	if got := f.health.count(v1.IPv4Protocol); got != 3 {
@@ -413,8 +414,8 @@ func TestOptionalDependenciesMayBeNil(t *testing.T) {
 	})
 	addStandardServices(f)
 	f.sync()
-	f.state.OnEndpointSliceUpdate(nil, makeSlice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, ready("10.0.3.1", "node-c")))
-	f.state.OnServiceDelete(makeService("ns1", "web", "172.30.0.10", withPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.3.1", "node-c")))
+	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	f.checkTableIsFullRender(testRenderConfig())
 }
@@ -423,7 +424,7 @@ func TestInvalidDataIsSkipped(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	f := newFixture(t, func(c *Config) { c.Recorder = recorder })
 	addStandardServices(f)
-	f.state.OnServiceAdd(makeService("ns3", "bad", "not-an-ip", withPort("", v1.ProtocolTCP, 80, 8080)))
+	f.state.OnServiceAdd(dptest.Service("ns3", "bad", "not-an-ip", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	f.checkTableIsFullRender(testRenderConfig())
 	if strings.Contains(f.nft.Dump(), "ns3") {
