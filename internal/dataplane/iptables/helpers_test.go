@@ -8,15 +8,12 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kproxy/kproxy/internal/conntrack"
@@ -33,44 +30,6 @@ const (
 
 var errInjected = errors.New("injected iptables-restore failure")
 
-// fakeHealth records Updated calls per family.
-type fakeHealth struct {
-	mu      sync.Mutex
-	updated map[v1.IPFamily]int
-}
-
-func (h *fakeHealth) Updated(family v1.IPFamily) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.updated == nil {
-		h.updated = map[v1.IPFamily]int{}
-	}
-	h.updated[family]++
-}
-
-func (h *fakeHealth) count(family v1.IPFamily) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.updated[family]
-}
-
-// fakeServiceHealth records the arguments of every call.
-type fakeServiceHealth struct {
-	services  []map[types.NamespacedName]uint16
-	endpoints []map[types.NamespacedName]int
-	err       error
-}
-
-func (f *fakeServiceHealth) SyncServices(m map[types.NamespacedName]uint16) error {
-	f.services = append(f.services, m)
-	return f.err
-}
-
-func (f *fakeServiceHealth) SyncEndpoints(m map[types.NamespacedName]int) error {
-	f.endpoints = append(f.endpoints, m)
-	return f.err
-}
-
 // fixture is a Proxier for IPv4 with every dependency faked.
 type fixture struct {
 	t         *testing.T
@@ -80,8 +39,8 @@ type fixture struct {
 	conntrack *conntrack.Fake
 	registry  *prometheus.Registry
 	clock     *clocktesting.FakeClock
-	health    *fakeHealth
-	svcHealth *fakeServiceHealth
+	health    *dptest.Health
+	svcHealth *dptest.ServiceHealth
 }
 
 func testRenderConfig() render.Config {
@@ -103,8 +62,8 @@ func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 		conntrack: conntrack.NewFake(),
 		registry:  prometheus.NewRegistry(),
 		clock:     clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)),
-		health:    &fakeHealth{},
-		svcHealth: &fakeServiceHealth{},
+		health:    &dptest.Health{},
+		svcHealth: &dptest.ServiceHealth{},
 	}
 	m := metrics.New(f.registry)
 	if err := m.Register(metrics.RegisterOptions{Mode: metrics.ModeIPTables}); err != nil {
@@ -226,63 +185,16 @@ func (f *fixture) checkRulesAreFullRender(cfg render.Config) {
 
 // Metric readers.
 
-func (f *fixture) metricFamily(name string) *dto.MetricFamily {
-	f.t.Helper()
-	families, err := f.registry.Gather()
-	if err != nil {
-		f.t.Fatalf("gather: %v", err)
-	}
-	for _, mf := range families {
-		if mf.GetName() == name {
-			return mf
-		}
-	}
-	return nil
-}
-
 // metricValue returns the value of the counter or gauge name with the given labels
 // (0 when the series does not exist).
 func (f *fixture) metricValue(name string, labels map[string]string) float64 {
-	f.t.Helper()
-	m := findSeries(f.metricFamily(name), labels)
-	switch {
-	case m == nil:
-		return 0
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	}
-	f.t.Fatalf("%s is neither a counter nor a gauge", name)
-	return 0
+	return dptest.Value(f.t, f.registry, name, labels)
 }
 
 // histogram returns the sample count of a histogram series.
 func (f *fixture) histogram(name string, labels map[string]string) uint64 {
-	f.t.Helper()
-	m := findSeries(f.metricFamily(name), labels)
-	if m == nil || m.Histogram == nil {
-		return 0
-	}
-	return m.Histogram.GetSampleCount()
-}
-
-func findSeries(mf *dto.MetricFamily, labels map[string]string) *dto.Metric {
-	if mf == nil {
-		return nil
-	}
-	for _, m := range mf.GetMetric() {
-		match := len(m.GetLabel()) == len(labels)
-		for _, lp := range m.GetLabel() {
-			if labels[lp.GetName()] != lp.GetValue() {
-				match = false
-			}
-		}
-		if match {
-			return m
-		}
-	}
-	return nil
+	n, _ := dptest.Histogram(f.t, f.registry, name, labels)
+	return n
 }
 
 var ipv4Label = map[string]string{"ip_family": "IPv4"}

@@ -135,7 +135,7 @@ func TestSyncWithoutChangesRestoresNothing(t *testing.T) {
 	if got := f.restores(); got != 1 {
 		t.Errorf("syncs without changes ran %d restores", got-1)
 	}
-	if got := f.health.count(v1.IPv4Protocol); got != 3 {
+	if got := f.health.Count(v1.IPv4Protocol); got != 3 {
 		t.Errorf("health Updated %d times, want once per successful sync (3)", got)
 	}
 	f.checkRuleCounts()
@@ -147,7 +147,7 @@ func TestPartialRestoreFailure(t *testing.T) {
 	f := newFixture(t)
 	addStandardServices(f)
 	f.sync()
-	updates := f.health.count(v1.IPv4Protocol)
+	updates := f.health.Count(v1.IPv4Protocol)
 
 	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
@@ -162,7 +162,7 @@ func TestPartialRestoreFailure(t *testing.T) {
 	if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_restore_failures_total", ipv4Label); got != 1 {
 		t.Errorf("restore failures = %v, want 1", got)
 	}
-	if got := f.health.count(v1.IPv4Protocol); got != updates+1 {
+	if got := f.health.Count(v1.IPv4Protocol); got != updates+1 {
 		t.Errorf("health Updated %d times, want %d", got, updates+1)
 	}
 
@@ -215,7 +215,7 @@ func TestFailedFullRestore(t *testing.T) {
 			if !first {
 				f.sync()
 			}
-			updates := f.health.count(v1.IPv4Protocol)
+			updates := f.health.Count(v1.IPv4Protocol)
 
 			f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 			// The partial restore (if any) and the full one both fail.
@@ -237,7 +237,7 @@ func TestFailedFullRestore(t *testing.T) {
 			if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", ipv4Label); got != wantPartial {
 				t.Errorf("partial restore failures = %v, want %v", got, wantPartial)
 			}
-			if got := f.health.count(v1.IPv4Protocol); got != updates {
+			if got := f.health.Count(v1.IPv4Protocol); got != updates {
 				t.Errorf("health Updated after a failed sync")
 			}
 
@@ -418,8 +418,8 @@ func TestServiceHealth(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
-	if len(f.svcHealth.services) != 1 || f.svcHealth.services[0][lb] != 30999 {
-		t.Fatalf("SyncServices calls = %v, want one with {ns2/lb: 30999}", f.svcHealth.services)
+	if len(f.svcHealth.Services) != 1 || f.svcHealth.Services[0][lb] != 30999 {
+		t.Fatalf("SyncServices calls = %v, want one with {ns2/lb: 30999}", f.svcHealth.Services)
 	}
 	if !strings.Contains(f.ipt.Dump(iptables.TableFilter), "--dport 30999 -j ACCEPT") {
 		t.Errorf("the health check node port is not accepted in filter KUBE-NODEPORTS")
@@ -432,7 +432,7 @@ func TestServiceHealth(t *testing.T) {
 		t.Fatal("Sync succeeded despite the failed restores")
 	}
 	f.sync()
-	if last := f.svcHealth.services[len(f.svcHealth.services)-1]; last[lb] != 30998 {
+	if last := f.svcHealth.Services[len(f.svcHealth.Services)-1]; last[lb] != 30998 {
 		t.Errorf("after recovering from a failed sync, health check ports = %v, want {ns2/lb: 30998}", last)
 	}
 }

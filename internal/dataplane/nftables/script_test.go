@@ -117,7 +117,7 @@ func TestPrecommit(t *testing.T) {
 	}
 	f.sync()
 	f.checkTableIsFullRender(testRenderConfig())
-	if f.svcHealth.services == nil {
+	if f.svcHealth.Services == nil {
 		t.Error("the first sync did not sync the health check services")
 	}
 

@@ -133,7 +133,7 @@ func TestSyncWithoutChangesRunsNoTransaction(t *testing.T) {
 	if got := f.nft.runs(); got != runs {
 		t.Errorf("syncs without changes ran %d transactions", got-runs)
 	}
-	if got := f.health.count(v1.IPv4Protocol); got != 3 {
+	if got := f.health.Count(v1.IPv4Protocol); got != 3 {
 		t.Errorf("health Updated %d times, want once per successful sync (3)", got)
 	}
 	if n, _ := f.histogram("kubeproxy_sync_proxy_rules_duration_seconds", ipv4Label); n != 3 {
@@ -154,7 +154,7 @@ func TestFailedTransaction(t *testing.T) {
 				f.sync()
 			}
 			before := normalizeDump(f.nft.Dump())
-			updates := f.health.count(v1.IPv4Protocol)
+			updates := f.health.Count(v1.IPv4Protocol)
 
 			f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 				dptest.Ready("10.0.3.1", "node-c")))
@@ -166,7 +166,7 @@ func TestFailedTransaction(t *testing.T) {
 			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); got != 1 {
 				t.Errorf("sync failures = %v, want 1", got)
 			}
-			if got := f.health.count(v1.IPv4Protocol); got != updates {
+			if got := f.health.Count(v1.IPv4Protocol); got != updates {
 				t.Errorf("health Updated after a failed sync")
 			}
 			if got := normalizeDump(f.nft.Dump()); got != before {
@@ -184,7 +184,7 @@ func TestFailedTransaction(t *testing.T) {
 			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); got != 1 {
 				t.Errorf("sync failures = %v after recovery, want 1", got)
 			}
-			if got := f.health.count(v1.IPv4Protocol); got != updates+1 {
+			if got := f.health.Count(v1.IPv4Protocol); got != updates+1 {
 				t.Errorf("health Updated %d times after the recovery, want %d", got, updates+1)
 			}
 
@@ -340,13 +340,13 @@ func TestServiceHealth(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
-	if len(f.svcHealth.services) != 1 || len(f.svcHealth.services[0]) != 1 || f.svcHealth.services[0][lb] != 30999 {
-		t.Fatalf("SyncServices calls = %v, want one with {ns2/lb: 30999}", f.svcHealth.services)
+	if len(f.svcHealth.Services) != 1 || len(f.svcHealth.Services[0]) != 1 || f.svcHealth.Services[0][lb] != 30999 {
+		t.Fatalf("SyncServices calls = %v, want one with {ns2/lb: 30999}", f.svcHealth.Services)
 	}
-	if len(f.svcHealth.endpoints) != 1 {
-		t.Fatalf("SyncEndpoints called %d times, want 1", len(f.svcHealth.endpoints))
+	if len(f.svcHealth.Endpoints) != 1 {
+		t.Fatalf("SyncEndpoints called %d times, want 1", len(f.svcHealth.Endpoints))
 	}
-	eps := f.svcHealth.endpoints[0]
+	eps := f.svcHealth.Endpoints[0]
 	if eps[types.NamespacedName{Namespace: "ns1", Name: "web"}] != 1 || eps[lb] != 0 {
 		t.Errorf("SyncEndpoints(%v): want 1 local endpoint for ns1/web and none for ns2/lb", eps)
 	}
@@ -355,10 +355,10 @@ func TestServiceHealth(t *testing.T) {
 	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.2.3", "node-b"), dptest.Ready("10.0.1.3", testNodeName)))
 	f.sync()
-	if len(f.svcHealth.services) != 1 {
+	if len(f.svcHealth.Services) != 1 {
 		t.Errorf("SyncServices called again without a health check node port change")
 	}
-	if last := f.svcHealth.endpoints[len(f.svcHealth.endpoints)-1]; last[lb] != 1 {
+	if last := f.svcHealth.Endpoints[len(f.svcHealth.Endpoints)-1]; last[lb] != 1 {
 		t.Errorf("SyncEndpoints(%v): want 1 local endpoint for ns2/lb", last)
 	}
 
@@ -366,8 +366,8 @@ func TestServiceHealth(t *testing.T) {
 	f.state.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
 		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
 	f.sync()
-	if n := len(f.svcHealth.services); n != 2 || f.svcHealth.services[1][lb] != 30998 {
-		t.Errorf("SyncServices calls = %v, want a second one with {ns2/lb: 30998}", f.svcHealth.services)
+	if n := len(f.svcHealth.Services); n != 2 || f.svcHealth.Services[1][lb] != 30998 {
+		t.Errorf("SyncServices calls = %v, want a second one with {ns2/lb: 30998}", f.svcHealth.Services)
 	}
 }
 
@@ -384,7 +384,7 @@ func TestServiceHealthChangeSurvivesFailedSync(t *testing.T) {
 		t.Fatal("Sync succeeded despite the failed transaction")
 	}
 	f.sync()
-	last := f.svcHealth.services[len(f.svcHealth.services)-1]
+	last := f.svcHealth.Services[len(f.svcHealth.Services)-1]
 	if last[lb] != 30998 {
 		t.Errorf("after recovering from a failed sync, health check ports = %v, want {ns2/lb: 30998}", last)
 	}
@@ -400,10 +400,10 @@ func TestHealthUpdatedOncePerSuccessfulSync(t *testing.T) {
 	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
 	_ = f.proxier.Sync(context.Background())
 	f.sync()
-	if got := f.health.count(v1.IPv4Protocol); got != 3 {
+	if got := f.health.Count(v1.IPv4Protocol); got != 3 {
 		t.Errorf("health Updated %d times for 3 successful syncs", got)
 	}
-	if got := f.health.count(v1.IPv6Protocol); got != 0 {
+	if got := f.health.Count(v1.IPv6Protocol); got != 0 {
 		t.Errorf("health Updated for the wrong family")
 	}
 }
@@ -443,15 +443,15 @@ func TestInvalidDataIsSkipped(t *testing.T) {
 func TestServiceHealthFailureRetried(t *testing.T) {
 	f := newFixture(t)
 	addStandardServices(f)
-	f.svcHealth.err = errors.New("port in use")
+	f.svcHealth.Err = errors.New("port in use")
 	f.sync() // a health server failure does not fail the sync
-	f.svcHealth.err = nil
+	f.svcHealth.Err = nil
 	f.sync()
-	if n := len(f.svcHealth.services); n != 2 {
+	if n := len(f.svcHealth.Services); n != 2 {
 		t.Errorf("SyncServices called %d times, want a retry after the failure (2)", n)
 	}
 	f.sync()
-	if n := len(f.svcHealth.services); n != 2 {
+	if n := len(f.svcHealth.Services); n != 2 {
 		t.Errorf("SyncServices called %d times, want no call once it succeeded (2)", n)
 	}
 }
