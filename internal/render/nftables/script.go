@@ -19,7 +19,7 @@ import (
 // Every iteration yields the same pieces.
 func FullScript(s *State, family knftables.Family, partBytes int) iter.Seq[string] {
 	return func(yield func(string) bool) {
-		w := scriptWriter{prefix: " " + string(family) + " " + TableName + " ", family: family}
+		w := scriptWriter{prefix: " " + string(family) + " " + TableName + " ", fake: knftables.NewFake(family, TableName)}
 		w.buf.Grow(partBytes + partBytes/8)
 		stopped := false
 		s.fullOps(func(op fullOp) {
@@ -44,7 +44,8 @@ func FullScript(s *State, family knftables.Family, partBytes int) iter.Seq[strin
 type scriptWriter struct {
 	buf    strings.Builder
 	prefix string // " ip kube-proxy "
-	family knftables.Family
+	// fake only makes transactions (with the family and table) to format objects.
+	fake *knftables.Fake
 }
 
 func (w *scriptWriter) write(op fullOp) {
@@ -96,7 +97,7 @@ func (w *scriptWriter) write(op fullOp) {
 // knftables writes the few objects with options (base chains, sets and maps, the
 // table) through knftables itself.
 func (w *scriptWriter) knftables(add func(*knftables.Transaction)) {
-	tx := knftables.NewFake(w.family, TableName).NewTransaction()
+	tx := w.fake.NewTransaction()
 	add(tx)
 	w.buf.WriteString(tx.String())
 }
