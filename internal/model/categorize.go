@@ -129,14 +129,14 @@ func topologyMode(endpoints []*Endpoint, nodeName, zone string) topology {
 			continue
 		}
 		hasReady = true
-		if len(ep.NodeHints) == 0 {
+		if len(ep.NodeHints()) == 0 {
 			allNodeHints = false
-		} else if slices.Contains(ep.NodeHints, nodeName) {
+		} else if slices.Contains(ep.NodeHints(), nodeName) {
 			forNode = true
 		}
-		if len(ep.ZoneHints) == 0 {
+		if len(ep.ZoneHints()) == 0 {
 			allZoneHints = false
-		} else if slices.Contains(ep.ZoneHints, zone) {
+		} else if slices.Contains(ep.ZoneHints(), zone) {
 			forZone = true
 		}
 	}
@@ -154,9 +154,9 @@ func topologyMode(endpoints []*Endpoint, nodeName, zone string) topology {
 func availableForTopology(ep *Endpoint, mode topology, nodeName, zone string) bool {
 	switch mode {
 	case topologySameNode:
-		return slices.Contains(ep.NodeHints, nodeName)
+		return slices.Contains(ep.NodeHints(), nodeName)
 	case topologySameZone:
-		return slices.Contains(ep.ZoneHints, zone)
+		return slices.Contains(ep.ZoneHints(), zone)
 	}
 	return true
 }

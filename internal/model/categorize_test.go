@@ -21,10 +21,10 @@ func local(e *Endpoint)       { e.IsLocal = true }
 func servingTerm(e *Endpoint) { e.Serving, e.Terminating = true, true }
 func notServing(e *Endpoint)  { e.Serving = false }
 func zh(zones ...string) func(*Endpoint) {
-	return func(e *Endpoint) { e.ZoneHints = zones }
+	return func(e *Endpoint) { e.Hints = withHints(e.Hints, zones, nil) }
 }
 func nh(nodes ...string) func(*Endpoint) {
-	return func(e *Endpoint) { e.NodeHints = nodes }
+	return func(e *Endpoint) { e.Hints = withHints(e.Hints, nil, nodes) }
 }
 
 func TestCategorizeEndpoints(t *testing.T) {
@@ -393,4 +393,19 @@ func checkList(t *testing.T, what string, want []string, got []*Endpoint) {
 	if (want == nil) != (got == nil) || !slices.Equal(want, endpointStrings(got)) {
 		t.Errorf("%s endpoints = %#v, want %#v", what, endpointStrings(got), want)
 	}
+}
+
+// withHints returns h with the zone and/or node hints given (non-nil) set.
+func withHints(h *EndpointHints, zones, nodes []string) *EndpointHints {
+	out := EndpointHints{}
+	if h != nil {
+		out = *h
+	}
+	if zones != nil {
+		out.Zones = zones
+	}
+	if nodes != nil {
+		out.Nodes = nodes
+	}
+	return &out
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -80,18 +79,21 @@ func (s *State) Commit() *Update {
 	for name, changes := range sliceChanges {
 		applied := s.appliedSlices[name]
 		for sliceName, c := range changes {
-			if c.remove {
-				delete(applied, sliceName)
-				continue
+			i, found := findSlice(applied, sliceName)
+			switch {
+			case c.remove && found:
+				applied = slices.Delete(applied, i, i+1)
+			case c.remove:
+			case found:
+				applied[i] = c.slice
+			default:
+				applied = slices.Insert(applied, i, c.slice)
 			}
-			if applied == nil {
-				applied = map[string]*discovery.EndpointSlice{}
-				s.appliedSlices[name] = applied
-			}
-			applied[sliceName] = c.slice
 		}
 		if len(applied) == 0 {
 			delete(s.appliedSlices, name)
+		} else {
+			s.appliedSlices[name] = applied
 		}
 	}
 	zoneChanged := s.pendingZone != nil && *s.pendingZone != s.zone
@@ -173,14 +175,11 @@ func (s *State) recompute(name types.NamespacedName, svcChanged bool, ports []*S
 
 	if svcChanged {
 		s.portCount -= len(st.ports)
-		st.ports = make(map[ServicePortName]*ServicePort, len(ports))
-		for _, p := range ports {
-			st.ports[p.Name] = p
-		}
+		st.ports = uniquePorts(ports)
 		s.portCount += len(st.ports)
 		hcBefore, hadHC := s.healthCheckNodePorts[name]
 		delete(s.healthCheckNodePorts, name)
-		for _, p := range ports {
+		for _, p := range st.ports {
 			if p.HealthCheckNodePort != 0 {
 				s.healthCheckNodePorts[name] = uint16(p.HealthCheckNodePort)
 			}
@@ -192,7 +191,7 @@ func (s *State) recompute(name types.NamespacedName, svcChanged bool, ports []*S
 
 	if slicesChanged {
 		oldEndpoints := st.endpoints
-		st.endpoints, problems = EndpointsForService(name, sortedSlices(s.appliedSlices[name]), s.family, s.nodeName)
+		st.endpoints, problems = EndpointsForService(name, s.appliedSlices[name], s.family, s.nodeName)
 		st.localReady = countLocalReadyIPs(st.endpoints)
 		upd.LocalReadyEndpoints[name] = st.localReady
 		st.hasZoneHints = anyZoneHints(st.endpoints)
@@ -204,21 +203,21 @@ func (s *State) recompute(name types.NamespacedName, svcChanged bool, ports []*S
 		diffUDPEndpoints(oldEndpoints, st.endpoints, upd)
 	}
 
-	st.views = make(map[ServicePortName]*ServicePortView, len(st.ports))
-	for spn, port := range st.ports {
-		view := CategorizeEndpoints(st.endpoints[spn], port, s.nodeName, s.zone)
-		if old, ok := oldViews[spn]; ok && viewsEqual(old, view) {
+	st.views = make([]*ServicePortView, len(st.ports))
+	for i, port := range st.ports {
+		view := CategorizeEndpoints(st.endpoints.Get(port.Name), port, s.nodeName, s.zone)
+		if old := findView(oldViews, port.Name); old != nil && viewsEqual(old, view) {
 			view = old // keep the pointer: consumers may compare identity
 		} else {
-			upd.Changed = append(upd.Changed, spn)
+			upd.Changed = append(upd.Changed, port.Name)
 		}
-		st.views[spn] = view
+		st.views[i] = view
 	}
-	for spn, old := range oldViews {
-		if _, ok := st.views[spn]; ok {
+	for _, old := range oldViews {
+		if findView(st.views, old.Name) != nil {
 			continue
 		}
-		upd.Deleted = append(upd.Deleted, spn)
+		upd.Deleted = append(upd.Deleted, old.Name)
 		if old.Protocol == v1.ProtocolUDP {
 			upd.DeletedUDPServicePorts = append(upd.DeletedUDPServicePorts, old.ServicePort)
 		}
@@ -233,9 +232,22 @@ func (s *State) recompute(name types.NamespacedName, svcChanged bool, ports []*S
 	return problems
 }
 
+// uniquePorts returns ports with one entry per name, the last one of a name winning
+// (the API refuses duplicate port names; bad data must still give one view per name).
+func uniquePorts(ports []*ServicePort) []*ServicePort {
+	out := ports[:0:0]
+	for i, p := range ports {
+		if !slices.ContainsFunc(ports[i+1:], func(q *ServicePort) bool { return q.Name == p.Name }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // diffUDPEndpoints records conntrack-relevant endpoint changes of UDP ports.
-func diffUDPEndpoints(before, after map[ServicePortName][]*Endpoint, upd *Update) {
-	for spn, eps := range before {
+func diffUDPEndpoints(before, after EndpointsByPort, upd *Update) {
+	for _, pe := range before {
+		spn, eps := pe.Name, pe.Endpoints
 		if spn.Protocol == v1.ProtocolUDP {
 			upd.ConntrackCleanupRequired = true
 		}
@@ -243,7 +255,7 @@ func diffUDPEndpoints(before, after map[ServicePortName][]*Endpoint, upd *Update
 			continue
 		}
 		stillServing := map[string]struct{}{}
-		for _, ep := range after[spn] {
+		for _, ep := range after.Get(spn) {
 			if ep.Serving {
 				stillServing[ep.String()] = struct{}{}
 			}
@@ -257,12 +269,13 @@ func diffUDPEndpoints(before, after map[ServicePortName][]*Endpoint, upd *Update
 			}
 		}
 	}
-	for spn, eps := range after {
+	for _, pe := range after {
+		spn, eps := pe.Name, pe.Endpoints
 		if spn.Protocol != v1.ProtocolUDP {
 			continue
 		}
 		upd.ConntrackCleanupRequired = true
-		if countServing(before[spn]) == 0 && countServing(eps) > 0 {
+		if countServing(before.Get(spn)) == 0 && countServing(eps) > 0 {
 			upd.UDPServicePortsGainedEndpoints = append(upd.UDPServicePortsGainedEndpoints, spn)
 		}
 	}
@@ -278,10 +291,10 @@ func countServing(eps []*Endpoint) int {
 	return n
 }
 
-func countLocalReadyIPs(endpoints map[ServicePortName][]*Endpoint) int {
+func countLocalReadyIPs(endpoints EndpointsByPort) int {
 	var ips map[string]struct{}
-	for _, eps := range endpoints {
-		for _, ep := range eps {
+	for _, pe := range endpoints {
+		for _, ep := range pe.Endpoints {
 			if ep.Ready && ep.IsLocal {
 				if ips == nil {
 					ips = map[string]struct{}{}
@@ -293,24 +306,15 @@ func countLocalReadyIPs(endpoints map[ServicePortName][]*Endpoint) int {
 	return len(ips)
 }
 
-func anyZoneHints(endpoints map[ServicePortName][]*Endpoint) bool {
-	for _, eps := range endpoints {
-		for _, ep := range eps {
-			if len(ep.ZoneHints) > 0 {
+func anyZoneHints(endpoints EndpointsByPort) bool {
+	for _, pe := range endpoints {
+		for _, ep := range pe.Endpoints {
+			if len(ep.ZoneHints()) > 0 {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-func sortedSlices(byName map[string]*discovery.EndpointSlice) []*discovery.EndpointSlice {
-	names := slices.Sorted(maps.Keys(byName))
-	out := make([]*discovery.EndpointSlice, len(names))
-	for i, n := range names {
-		out[i] = byName[n]
-	}
-	return out
 }
 
 // CompareServicePortNames orders names by namespace, name, port name and protocol.

@@ -32,6 +32,27 @@ func AddressTypeForFamily(family v1.IPFamily) discovery.AddressType {
 	return discovery.AddressTypeIPv4
 }
 
+// EndpointsByPort holds a Service's endpoints per ServicePortName, in name order. It
+// is a slice, not a map: a Service has a handful of ports, and a map of one entry
+// costs ten times the memory of its entry.
+type EndpointsByPort []PortEndpoints
+
+// PortEndpoints are the endpoints of one ServicePortName.
+type PortEndpoints struct {
+	Name      ServicePortName
+	Endpoints []*Endpoint
+}
+
+// Get returns the endpoints of name (nil when it has none).
+func (e EndpointsByPort) Get(name ServicePortName) []*Endpoint {
+	for i := range e {
+		if e[i].Name == name {
+			return e[i].Endpoints
+		}
+	}
+	return nil
+}
+
 // EndpointsForService merges the EndpointSlices of one Service (all of the family's
 // address type; pass them in a stable order, e.g. sorted by name) into the endpoints of
 // each ServicePortName, as upstream's EndpointSliceCache does:
@@ -41,14 +62,15 @@ func AddressTypeForFamily(family v1.IPFamily) discovery.AddressType {
 //   - an IP:port listed several times is kept once: a later non-terminating entry
 //     replaces an earlier one, a terminating entry never replaces an existing one;
 //   - nil conditions mean ready=true, serving=true, terminating=false (API docs);
-//   - ports with no endpoints are absent; each list is sorted by "ip:port" string.
+//   - ports with no endpoints are absent; ports are in name order, and each list
+//     is sorted by "ip:port" string.
 //
 // nodeName is this node's name (IsLocal); "" makes every endpoint remote.
-func EndpointsForService(svc types.NamespacedName, slices []*discovery.EndpointSlice, family v1.IPFamily, nodeName string) (map[ServicePortName][]*Endpoint, []*DataError) {
+func EndpointsForService(svc types.NamespacedName, endpointSlices []*discovery.EndpointSlice, family v1.IPFamily, nodeName string) (EndpointsByPort, []*DataError) {
 	var problems []*DataError
 	byPort := map[ServicePortName]map[netip.AddrPort]*Endpoint{}
 	order := map[ServicePortName][]netip.AddrPort{}
-	for _, slice := range slices {
+	for _, slice := range endpointSlices {
 		if slice == nil {
 			continue
 		}
@@ -87,7 +109,7 @@ func EndpointsForService(svc types.NamespacedName, slices []*discovery.EndpointS
 			}
 		}
 	}
-	out := make(map[ServicePortName][]*Endpoint, len(byPort))
+	out := make(EndpointsByPort, 0, len(byPort))
 	for spn, set := range byPort {
 		if len(set) == 0 {
 			continue
@@ -97,8 +119,9 @@ func EndpointsForService(svc types.NamespacedName, slices []*discovery.EndpointS
 			list = append(list, set[key])
 		}
 		sortEndpoints(list)
-		out[spn] = list
+		out = append(out, PortEndpoints{Name: spn, Endpoints: list})
 	}
+	slices.SortFunc(out, func(a, b PortEndpoints) int { return CompareServicePortNames(a.Name, b.Name) })
 	return out, problems
 }
 
@@ -149,15 +172,19 @@ func convertEndpoints(slice *discovery.EndpointSlice, family v1.IPFamily, nodeNa
 			ep.Zone = *e.Zone
 		}
 		if e.Hints != nil {
+			var hints EndpointHints
 			for _, z := range e.Hints.ForZones {
-				if !slices.Contains(ep.ZoneHints, z.Name) {
-					ep.ZoneHints = append(ep.ZoneHints, z.Name)
+				if !slices.Contains(hints.Zones, z.Name) {
+					hints.Zones = append(hints.Zones, z.Name)
 				}
 			}
 			for _, n := range e.Hints.ForNodes {
-				if !slices.Contains(ep.NodeHints, n.Name) {
-					ep.NodeHints = append(ep.NodeHints, n.Name)
+				if !slices.Contains(hints.Nodes, n.Name) {
+					hints.Nodes = append(hints.Nodes, n.Name)
 				}
+			}
+			if hints.Zones != nil || hints.Nodes != nil {
+				ep.Hints = &hints
 			}
 		}
 		out = append(out, ep)

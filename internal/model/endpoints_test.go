@@ -269,19 +269,19 @@ func TestEndpointHintsZoneAndNode(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatalf("problems: %v", problems)
 	}
-	got := eps[spn("ns", "svc", "", v1.ProtocolTCP)]
+	got := eps.Get(spn("ns", "svc", "", v1.ProtocolTCP))
 	if len(got) != 2 {
 		t.Fatalf("got %v", got)
 	}
-	if e := got[0]; e.NodeName != "n1" || e.Zone != "z1" || e.IsLocal || !slices.Equal(e.ZoneHints, []string{"z1", "z2"}) || !slices.Equal(e.NodeHints, []string{"n1"}) {
+	if e := got[0]; e.NodeName != "n1" || e.Zone != "z1" || e.IsLocal || !slices.Equal(e.ZoneHints(), []string{"z1", "z2"}) || !slices.Equal(e.NodeHints(), []string{"n1"}) {
 		t.Errorf("endpoint 0 = %+v", e)
 	}
-	if e := got[1]; !e.IsLocal || e.ZoneHints != nil || e.NodeHints != nil {
+	if e := got[1]; !e.IsLocal || e.Hints != nil {
 		t.Errorf("endpoint 1 = %+v", e)
 	}
 	// Without a node name nothing is local.
 	eps, _ = EndpointsForService(nsn("ns", "svc"), []*discovery.EndpointSlice{slice}, v1.IPv4Protocol, "")
-	for _, e := range eps[spn("ns", "svc", "", v1.ProtocolTCP)] {
+	for _, e := range eps.Get(spn("ns", "svc", "", v1.ProtocolTCP)) {
 		if e.IsLocal {
 			t.Errorf("endpoint %s local with empty node name", e)
 		}

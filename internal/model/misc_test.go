@@ -122,9 +122,9 @@ func TestSloppyParsing(t *testing.T) {
 }
 
 func TestViewEquality(t *testing.T) {
-	a := &Endpoint{IP: addrs("10.0.0.1")[0], Port: 80, Ready: true, ZoneHints: []string{"a"}}
+	a := &Endpoint{IP: addrs("10.0.0.1")[0], Port: 80, Ready: true, Hints: &EndpointHints{Zones: []string{"a"}}}
 	b := *a
-	b.ZoneHints = []string{"b"}
+	b.Hints = &EndpointHints{Zones: []string{"b"}}
 	if endpointsEqual(a, &b) || !endpointsEqual(a, a) {
 		t.Errorf("endpointsEqual")
 	}

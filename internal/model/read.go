@@ -11,7 +11,17 @@ import (
 // View returns the committed view of a ServicePort, or nil if it does not exist.
 func (s *State) View(name ServicePortName) *ServicePortView {
 	if st := s.services[name.NamespacedName]; st != nil {
-		return st.views[name]
+		return findView(st.views, name)
+	}
+	return nil
+}
+
+// findView returns the view named name among views (nil when absent).
+func findView(views []*ServicePortView, name ServicePortName) *ServicePortView {
+	for _, v := range views {
+		if v.Name == name {
+			return v
+		}
 	}
 	return nil
 }
@@ -21,7 +31,7 @@ func (s *State) View(name ServicePortName) *ServicePortView {
 // conntrack reconciliation. Endpoints may exist for ports the Service does not have.
 func (s *State) Endpoints(name ServicePortName) []*Endpoint {
 	if st := s.services[name.NamespacedName]; st != nil {
-		return st.endpoints[name]
+		return st.endpoints.Get(name)
 	}
 	return nil
 }
@@ -30,8 +40,8 @@ func (s *State) Endpoints(name ServicePortName) []*Endpoint {
 func (s *State) ServicePortNames() []ServicePortName {
 	names := make([]ServicePortName, 0, s.portCount)
 	for _, st := range s.services {
-		for spn := range st.views {
-			names = append(names, spn)
+		for _, v := range st.views {
+			names = append(names, v.Name)
 		}
 	}
 	slices.SortFunc(names, CompareServicePortNames)

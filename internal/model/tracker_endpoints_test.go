@@ -31,9 +31,9 @@ func udp(name string, port int32) discovery.EndpointPort {
 func allCommittedEndpoints(s *State) map[ServicePortName][]string {
 	out := map[ServicePortName][]string{}
 	for _, st := range s.services {
-		for name, eps := range st.endpoints {
-			for _, e := range eps {
-				out[name] = append(out[name], epDesc(e))
+		for _, pe := range st.endpoints {
+			for _, e := range pe.Endpoints {
+				out[pe.Name] = append(out[pe.Name], epDesc(e))
 			}
 		}
 	}
@@ -467,7 +467,11 @@ func TestLocalReadyEndpointCount(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := countLocalReadyIPs(tc.endpoints); got != tc.expected {
+			var byPort EndpointsByPort
+			for name, eps := range tc.endpoints {
+				byPort = append(byPort, PortEndpoints{Name: name, Endpoints: eps})
+			}
+			if got := countLocalReadyIPs(byPort); got != tc.expected {
 				t.Errorf("got %d, want %d", got, tc.expected)
 			}
 		})

@@ -97,15 +97,41 @@ type Endpoint struct {
 	Serving     bool
 	Terminating bool
 
-	// NodeName and Zone locate the endpoint; IsLocal is NodeName == this node.
+	// IsLocal is NodeName == this node. (It is beside the other flags: the field
+	// order keeps the struct, of which there is one per endpoint and port, small.)
+	IsLocal bool
+
+	// NodeName and Zone locate the endpoint.
 	NodeName string
 	Zone     string
-	IsLocal  bool
 
-	// ZoneHints and NodeHints are the EndpointSlice hints (forZones / forNodes).
-	// nil means the endpoint carries no hints of that kind.
-	ZoneHints []string
-	NodeHints []string
+	// Hints are the EndpointSlice's topology hints; nil when it gave none. (A
+	// pointer: there is one Endpoint per endpoint and port, and two inline lists
+	// would make it half as large again.)
+	Hints *EndpointHints
+}
+
+// EndpointHints are an endpoint's topology hints.
+type EndpointHints struct {
+	// Zones and Nodes are the forZones and forNodes hints, without duplicates; nil
+	// means no hint of that kind.
+	Zones, Nodes []string
+}
+
+// ZoneHints returns the endpoint's forZones hints (nil when none).
+func (e *Endpoint) ZoneHints() []string {
+	if e.Hints == nil {
+		return nil
+	}
+	return e.Hints.Zones
+}
+
+// NodeHints returns the endpoint's forNodes hints (nil when none).
+func (e *Endpoint) NodeHints() []string {
+	if e.Hints == nil {
+		return nil
+	}
+	return e.Hints.Nodes
 }
 
 // AddrPort is the endpoint's address and port.

@@ -130,7 +130,7 @@ func renderCases() []renderCase {
 		}},
 		{name: "topology hints", family: v4, views: func() []*model.ServicePortView {
 			hinted := func(e *model.Endpoint, zone string) *model.Endpoint {
-				e.ZoneHints = []string{zone}
+				e.Hints = &model.EndpointHints{Zones: []string{zone}}
 				return e
 			}
 			sp := svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "172.30.0.41", 80)
