@@ -24,7 +24,7 @@ type Plan struct {
 	base    *Fragment
 	baseSet bool
 	updates map[model.ServicePortName]*Fragment
-	claims  map[elementID][]claim
+	claims  map[elementID][]claimRef
 	// StaleChains are chains flushed but not deleted (DeferChainDeletes only).
 	StaleChains []string
 }
@@ -39,7 +39,7 @@ type Plan struct {
 // longer used. So chains exist before anything references them, and are deleted
 // only after every reference to them is gone.
 func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[model.ServicePortName]*Fragment, opts PlanOptions) *Plan {
-	p := &Plan{updates: updates, claims: make(map[elementID][]claim)}
+	p := &Plan{updates: updates, claims: make(map[elementID][]claimRef)}
 	type pair struct{ old, new *Fragment }
 	pairs := make([]pair, 0, len(updates)+1)
 	if base != nil && base != s.base {
@@ -152,43 +152,39 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 	// 3. Elements: recompute the claims of every touched element; the kernel
 	// holds the first claim's value.
 	var touched []elementID
+	before := make(map[elementID]*claim)
 	for _, pr := range pairs {
 		if pr.old != nil {
 			for i := range pr.old.Elements {
-				e := &pr.old.Elements[i]
-				list, ok := p.claims[e.id()]
+				id := pr.old.Elements[i].id()
+				list, ok := p.claims[id]
 				if !ok {
-					list = slices.Clone(s.claims[e.id()])
-					touched = append(touched, e.id())
+					list = s.touch(id, before)
+					touched = append(touched, id)
 				}
-				if j := slices.Index(list, claim{e.Value, e.Comment}); j >= 0 {
-					list = slices.Delete(list, j, j+1)
-				}
-				p.claims[e.id()] = list
+				p.claims[id] = slices.DeleteFunc(list, func(r claimRef) bool { return r == claimRef{pr.old, int32(i)} })
 			}
 		}
 		if pr.new != nil {
 			for i := range pr.new.Elements {
-				e := &pr.new.Elements[i]
-				list, ok := p.claims[e.id()]
+				id := pr.new.Elements[i].id()
+				list, ok := p.claims[id]
 				if !ok {
-					list = slices.Clone(s.claims[e.id()])
-					touched = append(touched, e.id())
+					list = s.touch(id, before)
+					touched = append(touched, id)
 				}
-				p.claims[e.id()] = append(list, claim{e.Value, e.Comment})
+				p.claims[id] = append(list, claimRef{pr.new, int32(i)})
 			}
 		}
 	}
 	slices.SortFunc(touched, compareIDs)
 	var adds []*knftables.Element
 	for _, id := range touched {
-		before, after := s.claims[id], p.claims[id]
-		var was, now *claim
-		if len(before) > 0 {
-			was = &before[0]
-		}
-		if len(after) > 0 {
-			now = &after[0]
+		was := before[id]
+		var now *claim
+		if after := p.claims[id]; len(after) > 0 {
+			c := after[0].claim()
+			now = &c
 		}
 		switch {
 		case was == nil && now == nil:
@@ -230,6 +226,19 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 	return p
 }
 
+// touch returns the applied claims on id, to be changed by a Plan, and records in
+// before the claim the kernel holds for it (nil: none).
+func (s *State) touch(id elementID, before map[elementID]*claim) []claimRef {
+	list := s.claims.get(id)
+	if len(list) > 0 {
+		c := list[0].claim()
+		before[id] = &c
+	} else {
+		before[id] = nil
+	}
+	return list
+}
+
 // deleteElementObject names the element id (holding c) for deletion: by key only.
 func deleteElementObject(id elementID, c claim) *knftables.Element {
 	e := Element{Container: id.container, IsMap: c.value != "", Key: id.key}
@@ -264,11 +273,7 @@ func (s *State) Commit(p *Plan) {
 		}
 	}
 	for id, list := range p.claims {
-		if len(list) == 0 {
-			delete(s.claims, id)
-		} else {
-			s.claims[id] = list
-		}
+		s.claims.set(id, list)
 	}
 }
 

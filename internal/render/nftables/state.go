@@ -21,7 +21,7 @@ import (
 type State struct {
 	base     *Fragment
 	services map[model.ServicePortName]*Fragment
-	claims   map[elementID][]claim
+	claims   *claimIndex
 	// chains indexes the names of the chains of all fragments, to tell whether a
 	// chain left stale by PlanOptions.DeferChainDeletes came back into use.
 	chains map[string]struct{}
@@ -40,7 +40,7 @@ type claim struct {
 // NewState builds the State describing exactly base plus services, as WriteFull
 // programs it. The maps and fragments are kept, not copied: do not mutate them.
 func NewState(base *Fragment, services map[model.ServicePortName]*Fragment) *State {
-	s := &State{base: base, services: services, claims: make(map[elementID][]claim), chains: make(map[string]struct{}),
+	s := &State{base: base, services: services, claims: newClaimIndex(), chains: make(map[string]struct{}),
 		containers: make(map[string]int)}
 	if s.services == nil {
 		s.services = make(map[model.ServicePortName]*Fragment)
@@ -115,8 +115,7 @@ func (s *State) addClaims(f *Fragment) {
 		return
 	}
 	for i := range f.Elements {
-		e := &f.Elements[i]
-		s.claims[e.id()] = append(s.claims[e.id()], claim{e.Value, e.Comment})
+		s.claims.add(f, i)
 	}
 }
 
@@ -234,11 +233,11 @@ func (s *State) fullOps(emit func(fullOp)) {
 	// the order of the fragments first claiming them: deterministic without
 	// sorting every element. The value written is the claim the kernel holds (the
 	// first), whichever fragment brought the element first here.
-	byContainer := make(map[string][]*Element)
+	byContainer := make(map[string][]claimRef)
 	for _, f := range frags {
 		for i := range f.Elements {
-			e := &f.Elements[i]
-			byContainer[e.Container] = append(byContainer[e.Container], e)
+			c := f.Elements[i].Container
+			byContainer[c] = append(byContainer[c], claimRef{f, int32(i)})
 		}
 	}
 	containers := make([]string, 0, len(byContainer))
@@ -248,19 +247,20 @@ func (s *State) fullOps(emit func(fullOp)) {
 	slices.Sort(containers)
 	var emitted map[elementID]bool // shared elements already written
 	for _, name := range containers {
-		for _, e := range byContainer[name] {
-			id := e.id()
-			claims := s.claims[id]
-			if len(claims) > 1 {
-				if emitted == nil {
-					emitted = make(map[elementID]bool)
-				}
-				if emitted[id] {
-					continue
-				}
-				emitted[id] = true
+		for _, ref := range byContainer[name] {
+			id := ref.element().id()
+			if s.claims.only(ref.f, int(ref.i)) {
+				emit(fullOp{kind: opAddElement, id: id, claim: ref.claim()})
+				continue
 			}
-			emit(fullOp{kind: opAddElement, id: id, claim: claims[0]})
+			if emitted == nil {
+				emitted = make(map[elementID]bool)
+			}
+			if emitted[id] {
+				continue
+			}
+			emitted[id] = true
+			emit(fullOp{kind: opAddElement, id: id, claim: s.claims.get(id)[0].claim()})
 		}
 	}
 }
