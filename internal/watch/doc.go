@@ -9,7 +9,7 @@
 //   - this node only (field selector metadata.name=<node>), optionally sharing the
 //     node manager's informer.
 //
-// Cached objects are trimmed to what the proxy reads (TrimForProxy: no
+// Cached objects are trimmed to what the proxy reads (Trimmer.TrimForProxy: no
 // managedFields anywhere; Services and EndpointSlices also lose labels,
 // annotations and per-endpoint fields that kube-proxy never reads). Events fan out, in
 // registration order, to typed handlers (ServiceHandler, EndpointSliceHandler,

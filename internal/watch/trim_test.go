@@ -38,7 +38,7 @@ func TestTrimForProxyEndpointSlice(t *testing.T) {
 			Hints:              &discovery.EndpointHints{ForZones: []discovery.ForZone{{Name: "z1"}}},
 		}},
 	}
-	got, err := TrimForProxy(slice)
+	got, err := NewTrimmer().TrimForProxy(slice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestTrimForProxyService(t *testing.T) {
 			Conditions:   []metav1.Condition{{Type: "x"}},
 		},
 	}
-	got, err := TrimForProxy(svc)
+	got, err := NewTrimmer().TrimForProxy(svc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,12 +88,45 @@ func TestTrimForProxyService(t *testing.T) {
 
 func TestTrimForProxyOtherKinds(t *testing.T) {
 	node := &v1.Node{ObjectMeta: fullMeta(map[string]string{v1.LabelTopologyZone: "z1"}, map[string]string{"a": "b"})}
-	got, err := TrimForProxy(node)
+	got, err := NewTrimmer().TrimForProxy(node)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := got.(*v1.Node)
 	if n.ManagedFields != nil || n.Labels[v1.LabelTopologyZone] != "z1" || n.Annotations["a"] != "b" || len(n.OwnerReferences) != 1 {
 		t.Errorf("a Node must only lose its managedFields: %+v", n.ObjectMeta)
+	}
+}
+
+// Endpoints of different slices share their condition values and their nodeName and
+// zone pointers; the values stay what the API said.
+func TestTrimForProxySharesEndpointValues(t *testing.T) {
+	trimmer := NewTrimmer()
+	slice := func(name, node string, ready bool) *discovery.EndpointSlice {
+		return &discovery.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Endpoints: []discovery.Endpoint{{
+				Addresses:  []string{"10.0.0.1"},
+				Conditions: discovery.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(true)},
+				NodeName:   ptr.To(node),
+				Zone:       ptr.To("z1"),
+			}},
+		}
+	}
+	trim := func(s *discovery.EndpointSlice) discovery.Endpoint {
+		t.Helper()
+		got, err := trimmer.TrimForProxy(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(*discovery.EndpointSlice).Endpoints[0]
+	}
+	a, b, c := trim(slice("a", "node-a", true)), trim(slice("b", "node-a", true)), trim(slice("c", "node-b", false))
+	if a.NodeName != b.NodeName || a.Zone != b.Zone || a.Zone != c.Zone || a.Conditions.Ready != b.Conditions.Ready ||
+		a.Conditions.Ready != a.Conditions.Serving {
+		t.Errorf("equal values are not shared: %p %p, %p %p %p, %p %p", a.NodeName, b.NodeName, a.Zone, b.Zone, c.Zone, a.Conditions.Ready, b.Conditions.Ready)
+	}
+	if *c.NodeName != "node-b" || *a.NodeName != "node-a" || *c.Conditions.Ready || !*a.Conditions.Ready || c.Conditions.Terminating != nil {
+		t.Errorf("values changed: %s %s %v %v %v", *a.NodeName, *c.NodeName, *a.Conditions.Ready, *c.Conditions.Ready, c.Conditions.Terminating)
 	}
 }

@@ -124,8 +124,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 
 	logger := klog.FromContext(ctx)
 	var factories []informers.SharedInformerFactory
+	trimmer := NewTrimmer()
 	newFactory := func(tweak func(*metav1.ListOptions)) informers.SharedInformerFactory {
-		opts := []informers.SharedInformerOption{informers.WithTransform(TrimForProxy)}
+		opts := []informers.SharedInformerOption{informers.WithTransform(trimmer.TrimForProxy)}
 		if tweak != nil {
 			opts = append(opts, informers.WithTweakListOptions(tweak))
 		}
