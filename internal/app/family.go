@@ -99,11 +99,21 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		Health:        p.health,
 		ServiceHealth: serviceHealth,
 		Recorder:      p.recorder,
+		FullSync:      p.fullSyncScope(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &builtFamily{syncer: proxier, setServiceCIDRs: proxier.SetServiceCIDRs, close: serviceHealth.Close}, nil
+}
+
+// fullSyncScope adapts the daemon's GC scope to the proxier's FullSync hook (nil
+// when there is none).
+func (p familyParams) fullSyncScope() func() (done func()) {
+	if p.largeTransaction == nil {
+		return nil
+	}
+	return func() func() { return p.largeTransaction(0) }
 }
 
 // nodePortsAndHealth resolves the family's NodePort addresses: the setting, a

@@ -5,14 +5,15 @@ import (
 	"sync"
 )
 
-// largeSyncGCPercent is the GC target while a full sync's transaction is built and
-// sent. The transaction of a full sync (~17 MB of text and ~46 MB of netlink at
-// 10,000 Services, plus marshalling garbage) comes on top of the informer caches,
-// the model and the rendered state; with the default GOGC=100 the heap may grow to
-// twice what was live at the last collection, and that transient set the process's
-// peak RSS. At 20% the run's peak above the live heap halves (~165 MiB to ~85 MiB at
-// 10k Services, internal/nftnetlink TestMemoryFullSync10k) for ~0.1-0.3 s more CPU
-// per full sync; partial syncs are far below the threshold and never pay for it.
+// largeSyncGCPercent is the GC target during a full sync: while the whole table is
+// rendered and its transaction built and sent. The rendered state (~30 MB at
+// 10,000 Services) and the transaction (~17 MB of text, ~10 MB of netlink, plus
+// marshalling garbage) come on top of the informer caches and the model; with the
+// default GOGC=100 the heap may grow to twice what was live at the last
+// collection, and that transient set the process's peak RSS. At 20% the run's
+// peak above the live heap shrinks to a fifth (internal/nftnetlink
+// TestMemoryFullSync10k) for ~0.1-0.3 s more CPU per full sync; partial syncs never
+// pay for it.
 const largeSyncGCPercent = 20
 
 // gcScope lowers the process's GC target while at least one large transaction is in
@@ -26,7 +27,8 @@ type gcScope struct {
 	prev   int
 }
 
-// enter is the nftnetlink.Options.LargeTransaction hook.
+// enter is the nftnetlink.Options.LargeTransaction hook and, through
+// familyParams.fullSyncScope, the nftables proxier's FullSync hook (the two nest).
 func (g *gcScope) enter(int) (done func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -58,6 +58,12 @@ type Config struct {
 	Recorder events.EventRecorder
 	// FullSyncPeriod defaults to DefaultFullSyncPeriod.
 	FullSyncPeriod time.Duration
+	// FullSync, when set, is called before a full sync renders the whole table,
+	// and the function it returns once the transaction ran: the rendered state and
+	// the transaction grow the heap by tens of MB at 10,000 Services, and the
+	// process may bound the garbage collector's headroom meanwhile (a process-wide
+	// knob that the caller owns, not this package).
+	FullSync func() (done func())
 	// Clock defaults to the real clock.
 	Clock clock.PassiveClock
 }
@@ -166,6 +172,12 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		commit func()
 	)
 	if full {
+		if p.cfg.FullSync != nil {
+			defer p.cfg.FullSync()()
+		}
+		// The previous state is not needed by a full sync: let the collector have
+		// it while the new one is rendered (a failed sync would drop it anyway).
+		p.applied = nil
 		base := render.RenderBase(&p.renderCfg)
 		st := render.NewState(&base, render.RenderServices(&p.renderCfg, slices.Collect(p.cfg.State.Views())))
 		run = p.fullSyncRunner(ctx, st, &ops)

@@ -455,3 +455,37 @@ func TestServiceHealthFailureRetried(t *testing.T) {
 		t.Errorf("SyncServices called %d times, want no call once it succeeded (2)", n)
 	}
 }
+
+// The FullSync hook brackets every full sync, transaction included, and no partial
+// sync.
+func TestFullSyncHook(t *testing.T) {
+	var entered, left int
+	var runsAtEntry, runsAtExit []int
+	var f *fixture
+	f = newFixture(t, func(c *Config) {
+		c.FullSyncPeriod = time.Minute
+		c.FullSync = func() func() {
+			entered++
+			runsAtEntry = append(runsAtEntry, f.nft.runs())
+			return func() {
+				left++
+				runsAtExit = append(runsAtExit, f.nft.runs())
+			}
+		}
+	})
+	addStandardServices(f)
+	f.sync()
+	if entered != 1 || left != 1 || runsAtEntry[0] != 0 || runsAtExit[0] != 1 {
+		t.Fatalf("first (full) sync: entered %d, left %d, transactions at entry %v and exit %v; want 1, 1, [0], [1]", entered, left, runsAtEntry, runsAtExit)
+	}
+	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.sync()
+	if f.lastWasFullRewrite() || entered != 1 {
+		t.Fatalf("partial sync: full rewrite %t, hook entered %d times; want false, 1", f.lastWasFullRewrite(), entered)
+	}
+	f.clock.Step(time.Minute)
+	f.sync()
+	if !f.lastWasFullRewrite() || entered != 2 || left != 2 {
+		t.Errorf("periodic full sync: full rewrite %t, entered %d, left %d; want true, 2, 2", f.lastWasFullRewrite(), entered, left)
+	}
+}

@@ -1,0 +1,96 @@
+package nftables
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kproxy/kproxy/internal/model"
+	render "github.com/kproxy/kproxy/internal/render/nftables"
+)
+
+// BenchmarkRetainedMemory10k reports what the proxy keeps in memory for 10,000
+// Services x 10 endpoints once a full sync has been written: the model and the
+// rendered state (the informer caches hold the API objects besides). Peak RSS at
+// that scale is about the live heap plus the collector's headroom, so these figures
+// bound it (docs/nftables.md, "Memory").
+func BenchmarkRetainedMemory10k(b *testing.B) {
+	const services, endpoints = 10000, 10
+	svcs, epSlices := scaleObjects(services, endpoints)
+	cfg := testRenderConfig()
+	var modelMB, renderMB float64
+	for b.Loop() {
+		before := liveHeapMB()
+		st := model.NewState(v1.IPv4Protocol, testNodeName)
+		for i := range svcs {
+			st.OnServiceAdd(svcs[i])
+			st.OnEndpointSliceAdd(epSlices[i])
+		}
+		if upd := st.Commit(); len(upd.Changed) != services {
+			b.Fatalf("committed %d ServicePorts, want %d", len(upd.Changed), services)
+		}
+		withModel := liveHeapMB()
+		base := render.RenderBase(&cfg)
+		rs := render.NewState(&base, render.RenderServices(&cfg, collectViews(st)))
+		for piece := range render.FullScript(rs, cfg.Family, fullSyncPieceBytes) {
+			_ = piece
+		}
+		withRender := liveHeapMB()
+		modelMB, renderMB = withModel-before, withRender-withModel
+		runtime.KeepAlive(st)
+		runtime.KeepAlive(rs)
+	}
+	b.ReportMetric(modelMB, "model-MB")
+	b.ReportMetric(renderMB, "rendered-MB")
+}
+
+func collectViews(st *model.State) []*model.ServicePortView { return slices.Collect(st.Views()) }
+
+// liveHeapMB is the heap in use after a complete collection.
+func liveHeapMB() float64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapAlloc) / 1e6
+}
+
+// scaleObjects returns n ClusterIP Services with one port and, for each, one
+// EndpointSlice of eps ready endpoints on another node, as decoded from the API
+// (every string and pointer its own allocation).
+func scaleObjects(n, eps int) ([]*v1.Service, []*discovery.EndpointSlice) {
+	svcs := make([]*v1.Service, n)
+	epSlices := make([]*discovery.EndpointSlice, n)
+	for i := range n {
+		name := fmt.Sprintf("svc-%05d", i)
+		ip := fmt.Sprintf("172.30.%d.%d", i/250, i%250+1)
+		svcs[i] = &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: strings.Clone("bench"), Name: name},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeClusterIP, ClusterIP: ip, ClusterIPs: []string{ip}, IPFamilies: []v1.IPFamily{v1.IPv4Protocol},
+				Ports: []v1.ServicePort{{Name: strings.Clone("http"), Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: v1.ProtocolTCP}}},
+		}
+		list := make([]discovery.Endpoint, eps)
+		for j := range eps {
+			k := i*eps + j
+			list[j] = discovery.Endpoint{
+				Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", 100+k/65536, (k/256)%256, k%256)},
+				Conditions: discovery.EndpointConditions{Ready: new(true), Serving: new(true), Terminating: new(false)},
+				NodeName:   new(strings.Clone("node-b")),
+				Zone:       new(strings.Clone("zone-b")),
+			}
+		}
+		epSlices[i] = &discovery.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: strings.Clone("bench"), Name: name + "-abcde", Labels: map[string]string{discovery.LabelServiceName: name}},
+			AddressType: discovery.AddressTypeIPv4,
+			Endpoints:   list,
+			Ports:       []discovery.EndpointPort{{Name: new(strings.Clone("http")), Port: new(int32(8080)), Protocol: new(v1.ProtocolTCP)}},
+		}
+	}
+	return svcs, epSlices
+}
