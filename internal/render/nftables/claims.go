@@ -17,6 +17,8 @@ import (
 // apart.
 type claimIndex struct {
 	seed maphash.Seed
+	// hashOf, when set, replaces the hash (tests force collisions with it).
+	hashOf func(elementID) uint64
 	// first holds the first ref of every hash; more the further refs of the few
 	// hashes with several (elements claimed by several fragments, or collisions).
 	first map[uint64]claimRef
@@ -40,7 +42,12 @@ func newClaimIndex() *claimIndex {
 	return &claimIndex{seed: maphash.MakeSeed(), first: make(map[uint64]claimRef), more: make(map[uint64][]claimRef)}
 }
 
-func (c *claimIndex) hash(id elementID) uint64 { return maphash.Comparable(c.seed, id) }
+func (c *claimIndex) hash(id elementID) uint64 {
+	if c.hashOf != nil {
+		return c.hashOf(id)
+	}
+	return maphash.Comparable(c.seed, id)
+}
 
 // refsOfHash returns every ref under hash h, in order (a fresh slice when there are
 // several, so the caller may modify it).
