@@ -242,3 +242,29 @@ func TestServiceProblemsReportedOnce(t *testing.T) {
 		t.Errorf("problems repeated: %v", upd.Problems)
 	}
 }
+
+// A Service listing one port name twice (the API refuses it; a proxy must not rely
+// on that) gets one view of that name, the later port's, as a map keyed by name
+// would give.
+func TestDuplicatePortNamesGiveOneView(t *testing.T) {
+	s := NewState(v1.IPv4Protocol, testNode)
+	svc := makeService("ns1", "svc1", func(svc *v1.Service) {
+		svc.Spec.Type = v1.ServiceTypeClusterIP
+		svc.Spec.ClusterIP = "172.16.55.4"
+		addPort(svc, "p", v1.ProtocolTCP, 80, 0, 0)
+		addPort(svc, "q", v1.ProtocolTCP, 81, 0, 0)
+		addPort(svc, "p", v1.ProtocolTCP, 8080, 0, 0)
+	})
+	s.OnServiceAdd(svc)
+	upd := s.Commit()
+	p, q := spn("ns1", "svc1", "p", v1.ProtocolTCP), spn("ns1", "svc1", "q", v1.ProtocolTCP)
+	if !slices.Equal(upd.Changed, []ServicePortName{p, q}) || s.Len() != 2 {
+		t.Fatalf("Changed = %v, Len = %d; want [p q], 2", upd.Changed, s.Len())
+	}
+	if v := s.View(p); v == nil || v.Port != 8080 {
+		t.Errorf("view of p = %+v, want the later port (8080)", v)
+	}
+	if names := s.ServicePortNames(); !slices.Equal(names, []ServicePortName{p, q}) {
+		t.Errorf("ServicePortNames = %v", names)
+	}
+}
