@@ -15,6 +15,7 @@ import (
 	"github.com/kproxy/kproxy/internal/health"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nfacct"
 	"github.com/kproxy/kproxy/internal/node"
 	"github.com/kproxy/kproxy/internal/syncer"
 	"github.com/kproxy/kproxy/internal/watch"
@@ -22,7 +23,9 @@ import (
 
 // daemon holds the parts of a running proxy; newDaemon builds them and run starts them.
 type daemon struct {
-	cfg      *config.Config
+	cfg *config.Config
+	// nfacct is the iptables mode's packet counter client (nil in other modes).
+	nfacct   nfacct.Interface
 	nodeName string
 	nodeRef  *v1.ObjectReference
 
@@ -64,10 +67,20 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 
 	registry := metrics.NewRegistry()
 	m := metrics.New(registry)
-	if err := m.Register(metrics.RegisterOptions{
+	opts := metrics.RegisterOptions{
 		Mode:               string(cfg.Mode),
 		LocalhostNodePorts: cfg.FeatureGates.Enabled(config.KubeProxyNFTablesLocalhostNodePorts),
-	}); err != nil {
+	}
+	if cfg.Mode == config.ProxyModeIPTables {
+		// The proxiers create the counters; a scrape before that (or without
+		// nfacct in the kernel) omits the samples, as upstream's collectors do.
+		d.nfacct = nfacct.New()
+		opts.IPTablesCounters = func(_ context.Context, name string) (uint64, error) {
+			c, err := d.nfacct.Get(name)
+			return c.Packets, err
+		}
+	}
+	if err := m.Register(opts); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 
@@ -150,6 +163,7 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 			health:           d.healthServer,
 			recorder:         d.recorder,
 			largeTransaction: d.fullSyncGC.enter,
+			nfacct:           d.nfacct,
 		})
 		if err != nil {
 			return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/kproxy/kproxy/internal/health"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nfacct"
 	"github.com/kproxy/kproxy/internal/nftnetlink"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 	"github.com/kproxy/kproxy/internal/syncer"
@@ -40,6 +41,8 @@ type familyParams struct {
 	recorder      events.EventRecorder
 	// largeTransaction bounds the memory of full syncs (the daemon's GC scope).
 	largeTransaction func(ops int) (done func())
+	// nfacct holds the iptables mode's packet counters (shared by the families).
+	nfacct nfacct.Interface
 }
 
 // builtFamily is one family's proxier as the daemon drives it.

@@ -84,6 +84,7 @@ func buildIPTablesFamily(ctx context.Context, p familyParams, ipt iptables.Inter
 		Health:        p.health,
 		ServiceHealth: serviceHealth,
 		Recorder:      p.recorder,
+		NFAcct:        p.nfacct,
 	})
 	if err != nil {
 		serviceHealth.Close()

@@ -20,6 +20,7 @@ import (
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nfacct"
 	render "github.com/kproxy/kproxy/internal/render/iptables"
 )
 
@@ -63,6 +64,11 @@ type Config struct {
 	Recorder events.EventRecorder
 	// FullSyncPeriod defaults to DefaultFullSyncPeriod.
 	FullSyncPeriod time.Duration
+	// NFAcct creates the nfacct counters that upstream's rules count INVALID drops
+	// and accepted localhost NodePort packets into (the kubeproxy_iptables_*
+	// packet metrics read them). Each full sync ensures them, and the rules name
+	// them only while they exist; nil leaves them out, as upstream without nfacct.
+	NFAcct nfacct.Interface
 	// LargeClusterEndpoints defaults to DefaultLargeClusterEndpoints.
 	LargeClusterEndpoints int
 	// Clock defaults to the real clock.
@@ -224,6 +230,8 @@ func (p *Proxier) fullSync(ctx context.Context, start time.Time) error {
 		}
 	}
 
+	p.ensureCounters(ctx)
+
 	var existing []string
 	if p.applied != nil {
 		existing = p.applied.Chains(render.TableNAT)
@@ -245,6 +253,24 @@ func (p *Proxier) fullSync(ctx context.Context, start time.Time) error {
 	p.base, p.applied, p.lastFullSync = &base, st, start
 	p.recordRules(written)
 	return nil
+}
+
+// ensureCounters creates the nfacct counters, as upstream does on every full sync,
+// and lets the rules name those that exist: a rule naming a missing counter would
+// make the whole restore fail.
+func (p *Proxier) ensureCounters(ctx context.Context) {
+	if p.cfg.NFAcct == nil {
+		return
+	}
+	ensure := func(name string) bool {
+		if err := p.cfg.NFAcct.Ensure(name); err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to create nfacct counter; the corresponding metric will not be updated", "counter", name)
+			return false
+		}
+		return true
+	}
+	p.renderCfg.CountInvalidDrops = ensure(metrics.IPTablesCTStateInvalidDroppedNFAcctCounter)
+	p.renderCfg.CountLocalhostNodePorts = ensure(metrics.LocalhostNodePortAcceptedNFAcctCounter)
 }
 
 // restore runs the restore input in p.buf. A failed full restore is counted here;

@@ -3,7 +3,6 @@ package iptables
 import (
 	"context"
 	"errors"
-	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -13,7 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/metrics"
+	"github.com/kproxy/kproxy/internal/nfacct"
 	render "github.com/kproxy/kproxy/internal/render/iptables"
 )
 
@@ -475,4 +477,40 @@ func TestDefaults(t *testing.T) {
 	if f.proxier.cfg.FullSyncPeriod != DefaultFullSyncPeriod || f.proxier.cfg.LargeClusterEndpoints != DefaultLargeClusterEndpoints {
 		t.Errorf("defaults not applied: %+v", f.proxier.cfg)
 	}
+}
+
+// Full syncs create the nfacct counters, and the rules count into them; when the
+// counters cannot be created the rules leave them out (a rule naming a missing
+// counter would fail the whole restore), and a later full sync adds them.
+func TestNFAcctCounters(t *testing.T) {
+	counters := nfacct.NewFake()
+	counters.Err = errors.New("nfnetlink_acct unavailable")
+	f := newFixture(t, func(c *Config) {
+		c.NFAcct = counters
+		c.Render.LocalhostNodePorts = true
+	})
+	f.state.OnServiceAdd(dptest.Service("ns1", "np", "172.30.0.50", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080), dptest.AsLoadBalancer("192.0.2.50", 30080, false, 0)))
+	f.state.OnEndpointSliceAdd(dptest.Slice("ns1", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", "node-b")))
+	f.sync()
+	if strings.Contains(f.lastRestore(), "-m nfacct") {
+		t.Fatalf("rules name nfacct counters that could not be created:\n%s", f.lastRestore())
+	}
+
+	counters.Err = nil
+	f.proxier.RequestFullSync()
+	f.sync()
+	restore := f.lastRestore()
+	for _, name := range []string{metrics.IPTablesCTStateInvalidDroppedNFAcctCounter, metrics.LocalhostNodePortAcceptedNFAcctCounter} {
+		if _, err := counters.Get(name); err != nil {
+			t.Errorf("counter %s: %v", name, err)
+		}
+		if !strings.Contains(restore, "-m nfacct --nfacct-name "+name) {
+			t.Errorf("no rule counts into %s:\n%s", name, restore)
+		}
+	}
+	f.checkRulesAreFullRender(func() render.Config {
+		cfg := testRenderConfig()
+		cfg.LocalhostNodePorts, cfg.CountInvalidDrops, cfg.CountLocalhostNodePorts = true, true, true
+		return cfg
+	}())
 }

@@ -2,9 +2,12 @@ package nftables
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +63,30 @@ func TestLocalhostNodePorts(t *testing.T) {
 	out, err := node.Run(ctx, "sysctl", "-n", "net.ipv4.conf.all.route_localnet")
 	if err != nil || strings.TrimSpace(out) != "1" {
 		t.Errorf("net.ipv4.conf.all.route_localnet in node1 = %q (%v), want 1", strings.TrimSpace(out), err)
+	}
+	// The accepted localhost NodePort packets were counted (nfacct, as upstream),
+	// and the INVALID-drop counter is exported beside it.
+	err = p.WaitFor(ctx, "the nfacct packet counters in /metrics", 10*time.Second, func(ctx context.Context) error {
+		code, body, err := p.Get(ctx, proxytest.MetricsURL)
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("GET /metrics: %d %v", code, err)
+		}
+		if !strings.Contains(body, "\nkubeproxy_iptables_ct_state_invalid_dropped_packets_total ") {
+			return errors.New("/metrics lacks kubeproxy_iptables_ct_state_invalid_dropped_packets_total")
+		}
+		const accepted = "\nkubeproxy_iptables_localhost_nodeports_accepted_packets_total "
+		i := strings.Index(body, accepted)
+		if i < 0 {
+			return errors.New("/metrics lacks kubeproxy_iptables_localhost_nodeports_accepted_packets_total")
+		}
+		value, _, _ := strings.Cut(body[i+len(accepted):], "\n")
+		if n, err := strconv.ParseFloat(value, 64); err != nil || n < 2 {
+			return fmt.Errorf("kubeproxy_iptables_localhost_nodeports_accepted_packets_total = %q, want at least 2 (a TCP and a UDP flow to 127.0.0.1)", value)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 	t.Run("disabled", func(t *testing.T) {
 		o := defaultOptions()
