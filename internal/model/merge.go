@@ -82,3 +82,39 @@ func sortedNames(set map[ServicePortName]struct{}) []ServicePortName {
 	}
 	return slices.SortedFunc(maps.Keys(set), CompareServicePortNames)
 }
+
+// Precommitter commits a State for a proxier that may commit ahead of its first
+// sync: while the informers list tens of thousands of objects the CPU mostly waits
+// for the API server, and converting what has arrived then takes the conversion off
+// the first sync's critical path. Precommit commits and keeps the Update until the
+// first Commit, which returns it merged with its own; after that, Precommit does
+// nothing. Both must be called from the sync goroutine.
+type Precommitter struct {
+	State  *State
+	early  *Update
+	synced bool
+}
+
+// Precommit commits the pending changes ahead of the first sync.
+func (c *Precommitter) Precommit() {
+	if c.synced {
+		return
+	}
+	update := c.State.Commit()
+	if c.early == nil {
+		c.early = update
+		return
+	}
+	c.early.Merge(update)
+}
+
+// Commit commits the pending changes for a sync, with those of earlier Precommits.
+func (c *Precommitter) Commit() *Update {
+	c.synced = true
+	update := c.State.Commit()
+	if c.early != nil {
+		c.early.Merge(update)
+		update, c.early = c.early, nil
+	}
+	return update
+}

@@ -82,6 +82,8 @@ type Proxier struct {
 	fullSyncRequested atomic.Bool
 
 	// Owned by the Sync goroutine.
+	// commits commits the model, ahead of the first Sync too (Precommit).
+	commits      model.Precommitter
 	renderCfg    render.Config
 	base         *render.Fragment
 	applied      *render.State
@@ -116,6 +118,7 @@ func New(cfg Config) (*Proxier, error) {
 	}
 	return &Proxier{
 		cfg:       cfg,
+		commits:   model.Precommitter{State: cfg.State},
 		renderCfg: cfg.Render,
 		endpoints: map[model.ServicePortName]int{},
 		followUp: followup.New(followup.Config{
@@ -131,6 +134,11 @@ func New(cfg Config) (*Proxier, error) {
 	}, nil
 }
 
+// Precommit commits the model's pending changes ahead of the first sync, for it
+// (model.Precommitter); it does nothing once a sync has run. It must be called from
+// the goroutine that calls Sync.
+func (p *Proxier) Precommit() { p.commits.Precommit() }
+
 // RequestFullSync makes the next Sync rewrite every chain (any goroutine): the canary
 // monitor calls it when someone flushed the tables, as upstream's
 // forceSyncProxyRules. The caller then triggers a sync.
@@ -141,7 +149,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
 	ctx = klog.NewContext(ctx, logger)
 	start := p.cfg.Clock.Now()
-	update := p.cfg.State.Commit()
+	update := p.commits.Commit()
 	p.followUp.ReportProblems(logger, update.Problems)
 
 	full := p.applied == nil || p.fullSyncRequested.Swap(false) ||

@@ -514,3 +514,29 @@ func TestNFAcctCounters(t *testing.T) {
 		return cfg
 	}())
 }
+
+// TestPrecommit: changes committed ahead of the first sync (model.Precommitter) are
+// written by it, and Precommit leaves later changes to Sync.
+func TestPrecommit(t *testing.T) {
+	f := newFixture(t)
+	f.state.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.proxier.Precommit()
+	f.state.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
+	f.proxier.Precommit()
+	if services, endpoints := f.state.Pending(); services != 0 || endpoints != 0 || f.restores() != 0 {
+		t.Fatalf("Precommit left %d/%d pending changes or restored (%d restores)", services, endpoints, f.restores())
+	}
+	f.sync()
+	f.checkRulesAreFullRender(testRenderConfig())
+	if !strings.Contains(f.lastRestore(), "10.0.1.1:8080") {
+		t.Errorf("the first sync did not write the precommitted endpoint:\n%s", f.lastRestore())
+	}
+
+	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.proxier.Precommit()
+	if services, _ := f.state.Pending(); services != 1 {
+		t.Fatalf("after the first sync, Precommit consumed the model's pending changes (%d Service changes left, want 1)", services)
+	}
+	f.sync()
+	f.checkRulesAreFullRender(testRenderConfig())
+}

@@ -83,10 +83,8 @@ type Proxier struct {
 	lastFullSync time.Time
 	// followUp does the work around the transaction shared with the other modes.
 	followUp *followup.Work
-	// early is the Update of Precommit, for the first Sync; synced turns
-	// Precommit off once Sync ran.
-	early  *model.Update
-	synced bool
+	// commits commits the model, ahead of the first Sync too (Precommit).
+	commits model.Precommitter
 }
 
 // New returns a Proxier; it touches nothing.
@@ -105,6 +103,7 @@ func New(cfg Config) (*Proxier, error) {
 	}
 	return &Proxier{
 		cfg:          cfg,
+		commits:      model.Precommitter{State: cfg.State},
 		renderCfg:    cfg.Render,
 		serviceCIDRs: cfg.Render.ServiceCIDRs,
 		followUp: followup.New(followup.Config{
@@ -120,22 +119,10 @@ func New(cfg Config) (*Proxier, error) {
 	}, nil
 }
 
-// Precommit commits the model's pending changes ahead of the first sync and keeps
-// the Update for it. While the informers list tens of thousands of objects, the
-// CPU mostly waits for the API server: converting what has arrived then takes the
-// conversion off the first sync's critical path. It must be called from the
-// goroutine that calls Sync, and does nothing once a sync has run.
-func (p *Proxier) Precommit() {
-	if p.synced {
-		return
-	}
-	update := p.cfg.State.Commit()
-	if p.early == nil {
-		p.early = update
-		return
-	}
-	p.early.Merge(update)
-}
+// Precommit commits the model's pending changes ahead of the first sync, for it
+// (model.Precommitter); it does nothing once a sync has run. It must be called from
+// the goroutine that calls Sync.
+func (p *Proxier) Precommit() { p.commits.Precommit() }
 
 // SetServiceCIDRs records the cluster's ServiceCIDRs of this family (any goroutine).
 func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
@@ -151,12 +138,7 @@ func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
 func (p *Proxier) Sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
 	start := p.cfg.Clock.Now()
-	p.synced = true
-	update := p.cfg.State.Commit()
-	if p.early != nil {
-		p.early.Merge(update)
-		update, p.early = p.early, nil
-	}
+	update := p.commits.Commit()
 	p.followUp.ReportProblems(logger, update.Problems)
 
 	baseChanged := p.refreshRenderConfig(ctx)
