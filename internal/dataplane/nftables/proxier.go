@@ -152,6 +152,9 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		run    func() error
 		ops    int
 		commit func()
+		// replace, when set, is the full sync that replaces the table, for when
+		// the kernel refused run's refresh of it.
+		replace func() error
 	)
 	if full {
 		if p.cfg.FullSync != nil {
@@ -162,7 +165,11 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		p.applied = nil
 		base := render.RenderBase(&p.renderCfg)
 		st := render.NewState(&base, render.RenderServices(&p.renderCfg, slices.Collect(p.cfg.State.Views())))
-		run = p.fullSyncRunner(ctx, st, &ops)
+		existing := p.existingObjects(ctx)
+		run = p.fullSyncRunner(ctx, st, existing, &ops)
+		if existing != nil {
+			replace = p.fullSyncRunner(ctx, st, nil, &ops)
+		}
 		commit = func() { p.base, p.applied, p.lastFullSync = &base, st, start }
 	} else {
 		tx := p.cfg.NFT.NewTransaction()
@@ -191,7 +198,12 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		}
 	}
 
-	if err := run(); err != nil {
+	err := run()
+	if err != nil && replace != nil {
+		logger.Info("The kernel refused to refresh the table in place; replacing it, which resets session affinity", "err", err)
+		err = replace()
+	}
+	if err != nil {
 		// The kernel still holds the previous whole state. Forget what we think is
 		// applied so that the retry rewrites the table from the model, and keep the
 		// conntrack work of this update for the sync that succeeds.
@@ -219,14 +231,34 @@ type ScriptRunner interface {
 // the full sync's text that exists at a time.
 const fullSyncPieceBytes = 256 << 10
 
+// existingObjects lists the table's chains, sets and maps, for a full sync that
+// refreshes the table in place (keeping session-affinity memory, as upstream). It
+// returns nil, for a full sync that replaces the table, when the listing fails.
+func (p *Proxier) existingObjects(ctx context.Context) *render.Existing {
+	all, err := p.cfg.NFT.ListAll(ctx)
+	switch {
+	case knftables.IsNotFound(err):
+		return &render.Existing{}
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Failed to list the kube-proxy table; replacing it, which resets session affinity", "ipFamily", p.cfg.Family)
+		return nil
+	}
+	return &render.Existing{Chains: all["chain"], Sets: all["set"], Maps: all["map"]}
+}
+
 // fullSyncRunner returns the function that writes the full sync of st, counting
-// its operations into ops (lines of the script when written as one).
-func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, ops *int) func() error {
+// its operations into ops (lines of the script when written as one): a refresh of
+// the table holding existing, or its replacement when existing is nil.
+func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, existing *render.Existing, ops *int) func() error {
 	if sr, ok := p.cfg.NFT.(ScriptRunner); ok {
+		script := render.FullScript(st, p.renderCfg.Family, fullSyncPieceBytes)
+		if existing != nil {
+			script = render.RefreshScript(st, existing, p.renderCfg.Family, fullSyncPieceBytes)
+		}
 		return func() error {
 			counted := func(yield func(string) bool) {
 				*ops = 0
-				for piece := range render.FullScript(st, p.renderCfg.Family, fullSyncPieceBytes) {
+				for piece := range script {
 					*ops += strings.Count(piece, "\n")
 					if !yield(piece) {
 						return
@@ -238,7 +270,11 @@ func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, ops *int
 	}
 	return func() error {
 		tx := p.cfg.NFT.NewTransaction()
-		render.WriteFull(tx, st)
+		if existing != nil {
+			render.WriteRefresh(tx, st, existing)
+		} else {
+			render.WriteFull(tx, st)
+		}
 		*ops = tx.NumOperations()
 		return p.cfg.NFT.Run(ctx, tx)
 	}

@@ -3,7 +3,6 @@ package nftables
 import (
 	"context"
 	"fmt"
-	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"iter"
 	"strings"
 	"testing"
@@ -11,19 +10,18 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 
-	render "github.com/kproxy/kproxy/internal/render/nftables"
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 )
 
 // scriptNFT is a writer that applies a full sync given as a script (as
-// nftnetlink.Executor.RunScript does in one batch): it checks the script replaces
-// the table, loads the rest into a fresh Fake (knftables' dump format is the same
-// "add ..." commands) and swaps it in; asked to fail, it fails the whole call
-// without applying anything.
+// nftnetlink.Executor.RunScript does in one batch), line after line on the Fake;
+// asked to fail, it fails the whole call without applying anything.
 type scriptNFT struct {
 	*recordingNFT
-	calls    int
-	pieces   []int // sizes in bytes
-	failNext bool
+	calls  int
+	pieces []int // sizes in bytes
+	// failures is the number of next calls to fail.
+	failures int
 }
 
 func (s *scriptNFT) RunScript(ctx context.Context, script iter.Seq[string]) error {
@@ -33,23 +31,69 @@ func (s *scriptNFT) RunScript(ctx context.Context, script iter.Seq[string]) erro
 		s.pieces = append(s.pieces, len(piece))
 		text.WriteString(piece)
 	}
-	if s.failNext {
-		s.failNext = false
+	if s.failures > 0 {
+		s.failures--
 		return errInjected
 	}
-	const replace = "add table ip kube-proxy { comment \"rules for kube-proxy\" ; }\ndelete table ip kube-proxy\n"
-	rest, ok := strings.CutPrefix(text.String(), replace)
-	if !ok {
-		return fmt.Errorf("script does not replace the table:\n%.300s", text.String())
-	}
-	fresh := knftables.NewFake(knftables.IPv4Family, render.TableName)
-	if err := fresh.ParseDump(rest); err != nil {
-		return err
-	}
 	s.recordingNFT.mu.Lock()
-	s.recordingNFT.Fake = fresh
-	s.recordingNFT.mu.Unlock()
-	return nil
+	defer s.recordingNFT.mu.Unlock()
+	return applyScript(ctx, s.recordingNFT.Fake, text.String())
+}
+
+// applyScript runs nft command lines on fake, in order: "add" lines through
+// ParseDump (knftables' dump format is the same commands), "flush" and "delete"
+// lines as transactions.
+func applyScript(ctx context.Context, fake *knftables.Fake, text string) error {
+	var adds strings.Builder
+	applyAdds := func() error {
+		if adds.Len() == 0 {
+			return nil
+		}
+		defer adds.Reset()
+		return fake.ParseDump(adds.String())
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "add ") {
+			adds.WriteString(line + "\n")
+			continue
+		}
+		if err := applyAdds(); err != nil {
+			return err
+		}
+		f := strings.Fields(line) // verb kind family table [name]
+		if len(f) < 4 {
+			return fmt.Errorf("cannot apply %q", line)
+		}
+		var obj knftables.Object
+		switch f[1] {
+		case "table":
+			obj = &knftables.Table{}
+		case "chain":
+			obj = &knftables.Chain{Name: f[4]}
+		case "set":
+			obj = &knftables.Set{Name: f[4]}
+		case "map":
+			obj = &knftables.Map{Name: f[4]}
+		default:
+			return fmt.Errorf("cannot apply %q", line)
+		}
+		tx := fake.NewTransaction()
+		switch f[0] {
+		case "flush":
+			tx.Flush(obj)
+		case "delete":
+			tx.Delete(obj)
+		default:
+			return fmt.Errorf("cannot apply %q", line)
+		}
+		if err := fake.Run(ctx, tx); err != nil {
+			return fmt.Errorf("%s: %w", line, err)
+		}
+	}
+	return applyAdds()
 }
 
 // TestFullSyncAsScript: with a writer that takes a script, a full sync is written
@@ -70,18 +114,19 @@ func TestFullSyncAsScript(t *testing.T) {
 			dptest.Ready(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), testNodeName), dptest.Ready(fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), "node-b")))
 	}
 
-	writer.failNext = true
+	// The refresh, then the replacement of the table, fail.
+	writer.failures = 2
 	if err := f.proxier.Sync(context.Background()); err == nil {
 		t.Fatal("Sync succeeded although the writer failed")
 	}
-	if writer.calls != 1 || writer.runs() != 0 {
-		t.Fatalf("failed full sync: %d RunScript calls, %d transactions; want 1 and 0", writer.calls, writer.runs())
+	if writer.calls != 2 || writer.runs() != 0 {
+		t.Fatalf("failed full sync: %d RunScript calls, %d transactions; want 2 and 0", writer.calls, writer.runs())
 	}
 
 	writer.pieces = nil
 	f.sync()
-	if writer.calls != 2 || writer.runs() != 0 {
-		t.Fatalf("the retry after a failure made %d RunScript calls and %d transactions in all, want 2 and 0 (a full sync again)", writer.calls, writer.runs())
+	if writer.calls != 3 || writer.runs() != 0 {
+		t.Fatalf("the retry after a failure made %d RunScript calls and %d transactions in all, want 3 and 0 (a full sync again)", writer.calls, writer.runs())
 	}
 	if len(writer.pieces) < 2 {
 		t.Fatalf("full sync of %d Services written in %d piece(s), want several", services, len(writer.pieces))
@@ -97,8 +142,8 @@ func TestFullSyncAsScript(t *testing.T) {
 	before := writer.runs()
 	f.state.OnServiceDelete(dptest.Service("ns", "svc-7", "172.30.0.8", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
-	if writer.calls != 2 || writer.runs() != before+1 {
-		t.Fatalf("partial sync: %d RunScript calls and %d new transactions, want 2 and 1", writer.calls, writer.runs()-before)
+	if writer.calls != 3 || writer.runs() != before+1 {
+		t.Fatalf("partial sync: %d RunScript calls and %d new transactions, want 3 and 1", writer.calls, writer.runs()-before)
 	}
 	f.checkTableIsFullRender(testRenderConfig())
 }

@@ -33,8 +33,18 @@ func addStandardServices(f *fixture) {
 	st.OnEndpointSliceAdd(dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.3", "node-b")))
 }
 
-// isFullRewrite reports whether the last transaction replaced the whole table.
+// lastWasFullRewrite reports whether the last transaction was a full sync, which
+// adds the table first and then refreshes or replaces all of it (a partial sync
+// never adds the table).
 func (f *fixture) lastWasFullRewrite() bool {
+	f.nft.RLock()
+	defer f.nft.RUnlock()
+	return f.nft.LastTransaction != nil && strings.HasPrefix(f.nft.LastTransaction.String(), "add table ip kube-proxy")
+}
+
+// lastReplacedTable reports whether the last transaction deleted and recreated the
+// table (a full sync's fallback when a refresh is refused).
+func (f *fixture) lastReplacedTable() bool {
 	f.nft.RLock()
 	defer f.nft.RUnlock()
 	return f.nft.LastTransaction != nil && strings.Contains(f.nft.LastTransaction.String(), "delete table ip kube-proxy")
@@ -159,6 +169,11 @@ func TestFailedTransaction(t *testing.T) {
 			f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 				dptest.Ready("10.0.3.1", "node-c")))
 			f.nft.failNext = 1
+			if first {
+				// A full sync whose refresh of the table is refused replaces it
+				// instead: both must fail for the sync to fail.
+				f.nft.failNext = 2
+			}
 			err := f.proxier.Sync(context.Background())
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("Sync error = %v, want the transaction's error", err)
@@ -488,4 +503,82 @@ func TestFullSyncHook(t *testing.T) {
 	if !f.lastWasFullRewrite() || entered != 2 || left != 2 {
 		t.Errorf("periodic full sync: full rewrite %t, entered %d, left %d; want true, 2, 2", f.lastWasFullRewrite(), entered, left)
 	}
+}
+
+// affinityService is a ClusterIP Service with ClientIP affinity and two endpoints.
+func addAffinityService(f *fixture) {
+	svc := dptest.Service("ns1", "sticky", "172.30.0.30", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080))
+	svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+	svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: new(int32(600))}}
+	f.state.OnServiceAdd(svc)
+	f.state.OnEndpointSliceAdd(dptest.Slice("ns1", "sticky", "sticky-1", 8080, "http", v1.ProtocolTCP,
+		dptest.Ready("10.0.5.1", "node-b"), dptest.Ready("10.0.5.2", "node-b")))
+}
+
+// affinitySet returns the name of a session-affinity set of the table.
+func (f *fixture) affinitySet() string {
+	f.t.Helper()
+	sets, err := f.nft.List(context.Background(), "sets")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, s := range sets {
+		if strings.HasPrefix(s, "affinity-") {
+			return s
+		}
+	}
+	f.t.Fatalf("no affinity set among %v", sets)
+	return ""
+}
+
+// A periodic full sync refreshes the table in place: session-affinity memory
+// stored by the packet path survives it (as upstream keeps it), while anything
+// else foreign to the render is removed.
+func TestFullSyncKeepsAffinity(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.FullSyncPeriod = time.Minute })
+	addStandardServices(f)
+	addAffinityService(f)
+	f.sync()
+	set := f.affinitySet()
+	tx := f.nft.NewTransaction()
+	tx.Add(&knftables.Element{Set: set, Key: []string{"10.9.0.1"}})
+	tx.Add(&knftables.Chain{Name: "foreign"})
+	if err := f.nft.Fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+
+	f.clock.Step(time.Minute)
+	f.sync()
+	if !f.lastWasFullRewrite() || f.lastReplacedTable() {
+		t.Fatalf("periodic full sync: full %t, replaced the table %t; want a refresh", f.lastWasFullRewrite(), f.lastReplacedTable())
+	}
+	elems, err := f.nft.ListElements(context.Background(), "set", set)
+	if err != nil || len(elems) != 1 || elems[0].Key[0] != "10.9.0.1" {
+		t.Errorf("affinity set after the refresh: %v, %v; want the stored client 10.9.0.1", elems, err)
+	}
+	tx = f.nft.NewTransaction()
+	tx.Flush(&knftables.Set{Name: set})
+	if err := f.nft.Fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	f.checkTableIsFullRender(testRenderConfig())
+}
+
+// When the kernel refuses the refresh (say a base chain's hook changed), the same
+// sync replaces the table instead, and the sync succeeds without counting a failure.
+func TestRefusedRefreshReplacesTable(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.FullSyncPeriod = time.Minute })
+	addStandardServices(f)
+	f.sync()
+	f.clock.Step(time.Minute)
+	runs := f.nft.runs()
+	f.nft.failNext = 1
+	f.sync()
+	if f.nft.runs() != runs+2 || !f.lastReplacedTable() {
+		t.Fatalf("after a refused refresh: %d transactions, last replaced the table %t; want 2, true", f.nft.runs()-runs, f.lastReplacedTable())
+	}
+	if n := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); n != 0 {
+		t.Errorf("sync failures = %v, want 0", n)
+	}
+	f.checkTableIsFullRender(testRenderConfig())
 }

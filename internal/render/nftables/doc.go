@@ -11,7 +11,9 @@
 //	RenderService(cfg, view) Fragment         one ServicePort's chains and elements
 //	RenderServices(cfg, views) map[name]*Fragment
 //	NewState(base, services) *State           what a full sync programs
-//	WriteFull(tx, state)                      atomic replace of the whole table
+//	WriteRefresh(tx, state, existing)         full sync keeping the table (and affinity)
+//	WriteFull(tx, state)                      full sync replacing the table
+//	RefreshScript / FullScript                the same, as nft text in pieces
 //	state.Plan(tx, base, updates, opts) *Plan delta for changed fragments only
 //	state.Commit(plan)                        after the transaction succeeded
 //	state.DeleteStaleChains(tx, chains) int   with PlanOptions.DeferChainDeletes
@@ -20,7 +22,9 @@
 // TableName in cfg.Family):
 //
 //	first sync, or after a failed transaction:
-//	    st := NewState(&base, RenderServices(cfg, views)); WriteFull(tx, st); run; applied = st
+//	    st := NewState(&base, RenderServices(cfg, views))
+//	    WriteRefresh(tx, st, listed); run; or, if refused, WriteFull(tx, st); run
+//	    applied = st
 //	otherwise, with the ServicePorts that changed (nil fragment = deleted):
 //	    plan := applied.Plan(tx, nil /* or &newBase */, updates, opts); run; applied.Commit(plan)
 //

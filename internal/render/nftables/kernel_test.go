@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/knftables"
@@ -14,8 +16,9 @@ import (
 )
 
 // runInNetns runs the nft scripts, in order, in a network namespace of its own that
-// disappears with the process, so the machine's ruleset is never touched.
-func runInNetns(t *testing.T, scripts ...string) {
+// disappears with the process, so the machine's ruleset is never touched, and
+// returns what they printed.
+func runInNetns(t *testing.T, scripts ...string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: loads rules with nft in a private network namespace")
@@ -39,6 +42,7 @@ func runInNetns(t *testing.T, scripts ...string) {
 	if err != nil {
 		t.Fatalf("kernel refused a transaction: %v\n%s", err, out)
 	}
+	return string(out)
 }
 
 // TestKernelAcceptsPlans loads a full sync then each delta into a real kernel (in a
@@ -79,6 +83,58 @@ func kernelAcceptsPlan(t *testing.T, cfg *Config, tc planCase) {
 				runInNetns(t, scripts...)
 			})
 		}
+	}
+}
+
+// TestKernelAcceptsRefresh: a full sync that refreshes the table in place (after
+// each plan case's "before" state, to its "after" state) is accepted by a real
+// kernel, deletes what the new state lacks, and keeps the affinity memory the
+// packet path stored.
+func TestKernelAcceptsRefresh(t *testing.T) {
+	for _, endpointMaps := range []bool{false, true} {
+		cfg := testConfig(knftables.IPv4Family)
+		cfg.EndpointMaps = endpointMaps
+		for _, tc := range planCases() {
+			t.Run(fmt.Sprintf("endpointMaps=%v/%s", cfg.EndpointMaps, tc.name), func(t *testing.T) {
+				fake := knftables.NewFake(cfg.Family, TableName)
+				before := renderAll(cfg, tc.before...)
+				full := fake.NewTransaction()
+				WriteFull(full, before)
+				after := renderAll(cfg, tc.after...)
+				refresh := fake.NewTransaction()
+				WriteRefresh(refresh, after, existingOf(before, nil, nil, nil))
+				// Refreshing again, from the state it left, changes nothing.
+				again := fake.NewTransaction()
+				WriteRefresh(again, after, existingOf(after, nil, nil, nil))
+				const list = "list table ip kube-proxy\n"
+				got := runInNetns(t, full.String(), refresh.String(), again.String(), list)
+				direct := fake.NewTransaction()
+				WriteFull(direct, after)
+				if want := runInNetns(t, direct.String(), list); !slices.Equal(listingBlocks(got), listingBlocks(want)) {
+					t.Errorf("the refreshed table differs from a full sync of the same state:\n--- refreshed\n%s\n--- full sync\n%s", got, want)
+				}
+			})
+		}
+	}
+
+	cfg, st := affinityCase(t)
+	set := affinitySets(st)[0]
+	full := knftables.NewFake(cfg.Family, TableName).NewTransaction()
+	WriteFull(full, st)
+	refresh := knftables.NewFake(cfg.Family, TableName).NewTransaction()
+	WriteRefresh(refresh, st, existingOf(st, []string{"foreign-chain"}, nil, []string{"foreign-map"}))
+	out := runInNetns(t, full.String(),
+		"add element ip kube-proxy "+set+" { 10.0.0.9 }\n"+
+			"add chain ip kube-proxy foreign-chain\n"+
+			"add map ip kube-proxy foreign-map { type ipv4_addr : verdict ; }\n"+
+			"add element ip kube-proxy foreign-map { 10.9.9.9 : goto foreign-chain }\n",
+		refresh.String(),
+		"list table ip kube-proxy\n")
+	if !strings.Contains(out, "10.0.0.9") {
+		t.Errorf("the refresh dropped the affinity memory of %s:\n%s", set, out)
+	}
+	if strings.Contains(out, "foreign") {
+		t.Errorf("the refresh kept objects the state lacks:\n%s", out)
 	}
 }
 
@@ -135,4 +191,44 @@ func TestKernelTiming10k(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Logf("full sync: %d operations; nft -f times:\n%s", full.NumOperations(), out)
+}
+
+// listingBlocks splits "nft list table" output into its chain, set and map blocks,
+// sorted, each set's or map's elements sorted too: the order in which objects were
+// created, and the order of elements, are not part of the ruleset.
+func listingBlocks(out string) []string {
+	var blocks []string
+	var cur []string
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "chain "), strings.HasPrefix(line, "set "), strings.HasPrefix(line, "map "):
+			cur = []string{line}
+		case line == "}" && cur != nil:
+			blocks = append(blocks, normalizeBlock(cur))
+			cur = nil
+		case cur != nil && line != "":
+			cur = append(cur, line)
+		}
+	}
+	slices.Sort(blocks)
+	return blocks
+}
+
+// normalizeBlock joins a block's lines, sorting the elements of a set or map.
+func normalizeBlock(lines []string) string {
+	text := strings.Join(lines, "\n")
+	head, elems, ok := strings.Cut(text, "elements = {")
+	if !ok {
+		return text
+	}
+	elems, tail, _ := strings.Cut(elems, "}")
+	var list []string
+	for _, e := range strings.Split(strings.ReplaceAll(elems, "\n", " "), ",") {
+		if e = strings.Join(strings.Fields(e), " "); e != "" {
+			list = append(list, e)
+		}
+	}
+	slices.Sort(list)
+	return head + "elements = {" + strings.Join(list, ", ") + "}" + tail
 }

@@ -18,11 +18,24 @@ import (
 // than translating the text to netlink; and only one piece exists at a time.
 // Every iteration yields the same pieces.
 func FullScript(s *State, family knftables.Family, partBytes int) iter.Seq[string] {
+	return s.script(nil, family, partBytes)
+}
+
+// RefreshScript is FullScript for WriteRefresh's transaction: the table, which
+// holds existing, is kept, and so is session-affinity memory.
+func RefreshScript(s *State, existing *Existing, family knftables.Family, partBytes int) iter.Seq[string] {
+	if existing == nil {
+		existing = &Existing{}
+	}
+	return s.script(existing, family, partBytes)
+}
+
+func (s *State) script(existing *Existing, family knftables.Family, partBytes int) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		w := scriptWriter{prefix: " " + string(family) + " " + TableName + " ", fake: knftables.NewFake(family, TableName)}
 		w.buf.Grow(partBytes + partBytes/8)
 		stopped := false
-		s.fullOps(func(op fullOp) {
+		s.fullOps(existing, func(op fullOp) {
 			if stopped {
 				return
 			}
@@ -91,7 +104,30 @@ func (w *scriptWriter) write(op fullOp) {
 		w.knftables(func(tx *knftables.Transaction) { tx.Add(tableObject()) })
 	case opDeleteTable:
 		w.knftables(func(tx *knftables.Transaction) { tx.Delete(&knftables.Table{}) })
+	case opFlushChain:
+		w.named("flush chain", op.name)
+	case opDeleteChain:
+		w.named("delete chain", op.name)
+	case opFlushContainer:
+		w.named(containerVerb("flush", op.isMap), op.name)
+	case opDeleteContainer:
+		w.named(containerVerb("delete", op.isMap), op.name)
 	}
+}
+
+// named writes a command on the object name, e.g. "flush chain ip kube-proxy x".
+func (w *scriptWriter) named(command, name string) {
+	w.buf.WriteString(command)
+	w.buf.WriteString(w.prefix)
+	w.buf.WriteString(name)
+	w.buf.WriteByte('\n')
+}
+
+func containerVerb(verb string, isMap bool) string {
+	if isMap {
+		return verb + " map"
+	}
+	return verb + " set"
 }
 
 // knftables writes the few objects with options (base chains, sets and maps, the

@@ -70,3 +70,40 @@ func TestInternalTrafficPolicyLocal(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionAffinitySurvivesRestart: the first (full) sync of a restarted proxy
+// keeps the kernel's session-affinity memory, as upstream's does: every client
+// stays with its pod.
+func TestSessionAffinitySurvivesRestart(t *testing.T) {
+	p := sharedProxy(t)
+	l := p.Lab
+	ctx := testCtx(t, 90*time.Second)
+	svc := createService(ctx, t, l, "affinity-restart", func(s *v1.Service) {
+		s.Spec.Ports = []v1.ServicePort{svcPort("tcp", v1.ProtocolTCP, 80, 80)}
+		s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+		s.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](300)}}
+	}, lab.PodEndpoints(l.Pods...), nil)
+	type flowKey struct {
+		client *lab.NS
+		to     netip.AddrPort
+	}
+	// With ten pods, a proxy that forgot the memory keeps all four flows on their
+	// pods with a chance of 1 in 10,000.
+	pods := map[flowKey]string{}
+	for _, fam := range lab.Families {
+		to := netip.AddrPortFrom(clusterIP(t, svc, fam), 80)
+		for _, client := range []*lab.NS{l.Node1.Pods[0].NS, l.Ext} {
+			pods[flowKey{client, to}] = waitAnswered(ctx, t, p, client, v1.ProtocolTCP, to, nil).Pod
+		}
+	}
+	p = restartProxy(t)
+	if err := p.WaitSynced(ctx, syncTimeout); err != nil {
+		t.Fatal(err)
+	}
+	for k, pod := range pods {
+		if r := waitAnswered(ctx, t, p, k.client, v1.ProtocolTCP, k.to, nil); r.Pod != pod {
+			t.Errorf("%s: answered by %s after the proxy restarted, by %s before: the affinity memory was lost\n%s",
+				flow(k.client, v1.ProtocolTCP, k.to), r.Pod, pod, dumpRules(p))
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package nftables
+
+import (
+	"slices"
+
+	"sigs.k8s.io/knftables"
+)
+
+// WriteFull writes into tx a transaction that atomically replaces whatever the table
+// holds (upstream kube-proxy's ruleset, a previous kproxy's, or a drifted one) with
+// the content of s: "add table; delete table; add table", then every object.
+// Deleting rather than flushing the table also drops objects nobody renders any more
+// and lets base chains change hook or priority; the cost is that session-affinity
+// memory is reset. Use WriteRefresh when the table exists, and WriteFull when it
+// does not or WriteRefresh's transaction was refused; Plan otherwise.
+func WriteFull(tx *knftables.Transaction, s *State) { s.writeFull(tx, nil) }
+
+// WriteRefresh writes into tx a transaction that atomically makes the table, which
+// holds existing, equal to s while keeping it: every chain of s is created or
+// flushed, every set and map created or flushed, except the dynamic sets of session
+// affinity, which keep what the packet path stored (as upstream keeps them); then
+// every rule and element is written, and the chains, sets and maps of existing
+// that s lacks are deleted. The kernel refuses it when an existing object's
+// definition differs from s's (a base chain's hook, a set's type): then use
+// WriteFull.
+func WriteRefresh(tx *knftables.Transaction, s *State, existing *Existing) {
+	if existing == nil {
+		existing = &Existing{}
+	}
+	s.writeFull(tx, existing)
+}
+
+func (s *State) writeFull(tx *knftables.Transaction, existing *Existing) {
+	s.fullOps(existing, func(op fullOp) {
+		switch op.kind {
+		case opAddTable:
+			tx.Add(tableObject())
+		case opDeleteTable:
+			tx.Delete(&knftables.Table{})
+		case opAddChain:
+			tx.Add(op.chain.object())
+		case opAddContainer:
+			tx.Add(op.container.addObject())
+		case opAddRule:
+			tx.Add(op.rule.object(op.chain.Name))
+		case opAddElement:
+			tx.Add(elementObject(op.id, op.claim))
+		case opFlushChain:
+			tx.Flush(&knftables.Chain{Name: op.name})
+		case opFlushContainer:
+			tx.Flush(namedContainer(op.name, op.isMap))
+		case opDeleteChain:
+			tx.Delete(&knftables.Chain{Name: op.name})
+		case opDeleteContainer:
+			tx.Delete(namedContainer(op.name, op.isMap))
+		}
+	})
+}
+
+// Existing names the chains, sets and maps the kube-proxy table holds, for
+// WriteRefresh and RefreshScript.
+type Existing struct {
+	Chains, Sets, Maps []string
+}
+
+func namedContainer(name string, isMap bool) knftables.Object {
+	c := Container{Name: name, IsMap: isMap}
+	return c.nameObject()
+}
+
+func tableObject() *knftables.Table {
+	return &knftables.Table{Comment: knftables.PtrTo(TableComment)}
+}
+
+// fullOp is one operation of a full sync.
+type fullOp struct {
+	kind      fullOpKind
+	chain     *Chain
+	rule      *Rule
+	container *Container
+	id        elementID
+	claim     claim
+	// name (and isMap) name the object of flush and delete operations.
+	name  string
+	isMap bool
+}
+
+type fullOpKind int
+
+const (
+	opAddTable fullOpKind = iota
+	opDeleteTable
+	opAddChain
+	opAddContainer
+	opAddRule
+	opAddElement
+	opFlushChain
+	opFlushContainer
+	opDeleteChain
+	opDeleteContainer
+)
+
+// fullOps calls emit with every operation of the full sync of s, in order: the
+// replacing one (WriteFull) when existing is nil, else the refreshing one
+// (WriteRefresh). It is the one definition of that order, which the knftables
+// writers and the scripts share.
+func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
+	emit(fullOp{kind: opAddTable})
+	// The existing chains, and sets and maps (one namespace in nft), by name.
+	var hadChain, hadSet map[string]bool
+	if existing == nil {
+		emit(fullOp{kind: opDeleteTable})
+		emit(fullOp{kind: opAddTable})
+	} else {
+		hadChain, hadSet = nameSet(existing.Chains), nameSet(slices.Concat(existing.Sets, existing.Maps))
+	}
+
+	frags := make([]*Fragment, 0, len(s.services)+1)
+	if s.base != nil {
+		frags = append(frags, s.base)
+	}
+	for _, n := range s.sortedNames() {
+		frags = append(frags, s.services[n])
+	}
+	// Objects first, then the rules and elements that reference them. Shared
+	// containers are declared by several fragments and added once.
+	added := make(map[string]bool)      // containers
+	keptChains := make(map[string]bool) // existing chains that s renders
+	for _, f := range frags {
+		for i := range f.Chains {
+			c := &f.Chains[i]
+			emit(fullOp{kind: opAddChain, chain: c})
+			if hadChain[c.Name] {
+				keptChains[c.Name] = true
+				emit(fullOp{kind: opFlushChain, name: c.Name})
+			}
+		}
+		for i := range f.Containers {
+			if c := &f.Containers[i]; !added[c.Name] {
+				added[c.Name] = true
+				emit(fullOp{kind: opAddContainer, container: c})
+				// Dynamic sets hold session affinity: kept, as upstream.
+				if hadSet[c.Name] && c.Timeout == 0 {
+					emit(fullOp{kind: opFlushContainer, name: c.Name, isMap: c.IsMap})
+				}
+			}
+		}
+	}
+	// Chains nobody renders are emptied now (they may jump to each other or name
+	// sets) and deleted at the end, once nothing refers to them.
+	var staleChains []string
+	if existing != nil {
+		for _, n := range existing.Chains {
+			if !keptChains[n] {
+				staleChains = append(staleChains, n)
+				emit(fullOp{kind: opFlushChain, name: n})
+			}
+		}
+	}
+	for _, f := range frags {
+		for i := range f.Chains {
+			c := &f.Chains[i]
+			for j := range c.Rules {
+				emit(fullOp{kind: opAddRule, chain: c, rule: &c.Rules[j]})
+			}
+		}
+	}
+	// Elements grouped by container (so that a writer may pack a container's
+	// elements into few messages), containers in name order, and within one, in
+	// the order of the fragments first claiming them: deterministic without
+	// sorting every element. The value written is the claim the kernel holds (the
+	// first), whichever fragment brought the element first here.
+	byContainer := make(map[string][]claimRef)
+	for _, f := range frags {
+		for i := range f.Elements {
+			c := f.Elements[i].Container
+			byContainer[c] = append(byContainer[c], claimRef{f, int32(i)})
+		}
+	}
+	containers := make([]string, 0, len(byContainer))
+	for name := range byContainer {
+		containers = append(containers, name)
+	}
+	slices.Sort(containers)
+	var emitted map[elementID]bool // shared elements already written
+	for _, name := range containers {
+		for _, ref := range byContainer[name] {
+			id := ref.element().id()
+			if s.claims.only(ref.f, int(ref.i)) {
+				emit(fullOp{kind: opAddElement, id: id, claim: ref.claim()})
+				continue
+			}
+			if emitted == nil {
+				emitted = make(map[elementID]bool)
+			}
+			if emitted[id] {
+				continue
+			}
+			emitted[id] = true
+			emit(fullOp{kind: opAddElement, id: id, claim: s.claims.get(id)[0].claim()})
+		}
+	}
+	if existing == nil {
+		return
+	}
+	// Sets and maps first: a map element may be the last reference to a chain.
+	for _, kind := range []struct {
+		names []string
+		isMap bool
+	}{{existing.Sets, false}, {existing.Maps, true}} {
+		for _, n := range kind.names {
+			if !added[n] {
+				emit(fullOp{kind: opDeleteContainer, name: n, isMap: kind.isMap})
+			}
+		}
+	}
+	for _, n := range staleChains {
+		emit(fullOp{kind: opDeleteChain, name: n})
+	}
+}
+
+func nameSet(names []string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
+}
