@@ -11,8 +11,10 @@
 //	err = ex.Run(ctx, tx)                      // one atomic netlink batch
 //	err = ex.Check(ctx, tx)                    // same batch, validated then aborted
 //
-// Executor implements knftables.Interface; the List* methods are delegated to
-// Options.Lister (typically the nft-binary knftables.Interface) and fail without it.
+// Executor implements knftables.Interface. ListAll lists the table's chain, set and
+// map names itself, by netlink dumps that never read set elements; the other List*
+// methods are delegated to Options.Lister (typically the nft-binary
+// knftables.Interface) and fail without it.
 //
 // # How a transaction is read
 //

@@ -22,7 +22,7 @@ type Options struct {
 	// /proc/<pid>/ns/net) whose nftables the executor programs; default: the
 	// caller's.
 	NetNSPath string
-	// Lister serves the List* methods of knftables.Interface (typically the
+	// Lister serves the List* methods of knftables.Interface but ListAll (typically the
 	// knftables.New interface for the same family and table); nil makes them fail.
 	Lister knftables.Interface
 	// LargeTransaction, when set, is called before running a transaction of more
@@ -368,14 +368,6 @@ func decodeSet(data []byte) (*setInfo, error) {
 		info.data = &d
 	}
 	return info, nil
-}
-
-// ListAll is delegated to Options.Lister.
-func (e *Executor) ListAll(ctx context.Context) (map[string][]string, error) {
-	if e.opts.Lister == nil {
-		return nil, errNoLister
-	}
-	return e.opts.Lister.ListAll(ctx)
 }
 
 // List is delegated to Options.Lister.

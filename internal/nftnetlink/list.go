@@ -1,0 +1,100 @@
+package nftnetlink
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ListAll lists the names of the table's chains, sets and maps (keys "chain",
+// "set" and "map"; anonymous sets are left out) with two netlink dumps. Unlike
+// nft's listings it never reads set elements: at 10,000 Services `nft --json
+// list maps` takes about 2 s, these dumps milliseconds. A table that does not exist
+// lists nothing (an empty map, no error).
+func (e *Executor) ListAll(ctx context.Context) (map[string][]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sock, err := openSocket(e.opts.NetNSPath)
+	if err != nil {
+		return nil, fmt.Errorf("nftnetlink: %w", err)
+	}
+	defer sock.close()
+	out := map[string][]string{}
+	err = dump(sock, unix.NFT_MSG_GETCHAIN, e.nfproto, unix.NFTA_CHAIN_TABLE, e.table, func(a map[uint16][]byte) {
+		if cstring(a[unix.NFTA_CHAIN_TABLE]) == e.table {
+			out["chain"] = append(out["chain"], cstring(a[unix.NFTA_CHAIN_NAME]))
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nftnetlink: listing chains: %w", err)
+	}
+	err = dump(sock, unix.NFT_MSG_GETSET, e.nfproto, unix.NFTA_SET_TABLE, e.table, func(a map[uint16][]byte) {
+		var flags uint32
+		if v := a[unix.NFTA_SET_FLAGS]; len(v) == 4 {
+			flags = binary.BigEndian.Uint32(v)
+		}
+		if cstring(a[unix.NFTA_SET_TABLE]) != e.table || flags&unix.NFT_SET_ANONYMOUS != 0 {
+			return
+		}
+		kind := "set"
+		if flags&unix.NFT_SET_MAP != 0 {
+			kind = "map"
+		}
+		out[kind] = append(out[kind], cstring(a[unix.NFTA_SET_NAME]))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nftnetlink: listing sets: %w", err)
+	}
+	return out, nil
+}
+
+// dump runs one NLM_F_DUMP request of msgType for the table (attribute tableAttr)
+// and calls each with the attributes of every object returned. A missing table
+// (ENOENT) dumps nothing.
+func dump(sock *socket, msgType int, nfproto byte, tableAttr uint16, table string, each func(map[uint16][]byte)) error {
+	b := &builder{}
+	m := b.nftMsg(msgType, unix.NLM_F_DUMP, nfproto)
+	b.attrString(tableAttr, table)
+	b.endMsg(m)
+	if err := sock.send(b.buf); err != nil {
+		return err
+	}
+	for {
+		replies, err := sock.recv(true)
+		if err != nil {
+			return err
+		}
+		for _, r := range replies {
+			if r.seq != b.seq {
+				continue
+			}
+			switch r.typ {
+			case unix.NLMSG_DONE:
+				return nil
+			case unix.NLMSG_ERROR:
+				code, _ := r.errno()
+				if code == nil || errors.Is(code, unix.ENOENT) {
+					return nil
+				}
+				return code
+			}
+			if r.flags&unix.NLM_F_DUMP_INTR != 0 {
+				return errors.New("dump interrupted by a concurrent change")
+			}
+			if len(r.data) > 4 { // after the nfgenmsg header
+				each(attrs(r.data[4:]))
+			}
+		}
+	}
+}
+
+// cstring decodes a NUL-terminated string attribute.
+func cstring(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\x00")
+	return s
+}
