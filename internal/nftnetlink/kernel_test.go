@@ -92,19 +92,14 @@ add element ip kube-proxy sized { 443 }
 // TestFailedTransactionChangesNothing: a batch the kernel refuses leaves the table
 // as it was, and the error names the refused command.
 func TestFailedTransactionChangesNothing(t *testing.T) {
-	needRoot(t)
-	ns := testNetns(t)
-	ex, err := New(knftables.IPv4Family, "kube-proxy", Options{NetNSPath: netnsPath(ns)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, ex := testExecutor(t)
 	ctx := context.Background()
 	if err := ex.apply(ctx, oneText(vocabBase), true); err != nil {
 		t.Fatal(err)
 	}
 	before := listTable(t, ns, knftables.IPv4Family, "kube-proxy")
 	bad := "add element ip kube-proxy s4 { 10.0.0.7 }\nflush chain ip kube-proxy c1\nadd rule ip kube-proxy c1 jump no-such-chain\nadd chain ip kube-proxy c3\n"
-	err = ex.apply(ctx, oneText(bad), true)
+	err := ex.apply(ctx, oneText(bad), true)
 	if err == nil || !strings.Contains(err.Error(), "jump no-such-chain") {
 		t.Fatalf("got %v, want an error naming the jump", err)
 	}
@@ -115,12 +110,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 
 // TestCheck validates without applying.
 func TestCheck(t *testing.T) {
-	needRoot(t)
-	ns := testNetns(t)
-	ex, err := New(knftables.IPv4Family, "kube-proxy", Options{NetNSPath: netnsPath(ns)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, ex := testExecutor(t)
 	ctx := context.Background()
 	tx := ex.NewTransaction()
 	tx.Add(&knftables.Table{})

@@ -6,19 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/knftables"
 )
 
 // TestListAll lists a table's chains, named sets and maps by netlink (not its
 // anonymous sets, not another table's objects), and nothing for a missing table.
 func TestListAll(t *testing.T) {
-	needRoot(t)
-	ns := testNetns(t)
-	ex, err := New(knftables.IPv4Family, "kube-proxy", Options{NetNSPath: netnsPath(ns)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, ex := testExecutor(t)
 	ctx := context.Background()
 	if got, err := ex.ListAll(ctx); err != nil || len(got["chain"])+len(got["set"])+len(got["map"]) != 0 {
 		t.Fatalf("ListAll of a missing table = %v, %v; want nothing", got, err)

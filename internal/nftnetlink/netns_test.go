@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"sigs.k8s.io/knftables"
 )
 
 // needRoot skips tests that need root and the nft and ip binaries.
@@ -66,3 +68,16 @@ func nftIn(ns string, stdin string, args ...string) (string, error) {
 
 // oneText is a batch of one transaction text.
 func oneText(text string) iter.Seq[string] { return slices.Values([]string{text}) }
+
+// testExecutor returns a private network namespace (root only, deleted with the
+// test) and an IPv4 executor of table kube-proxy in it.
+func testExecutor(t *testing.T) (string, *Executor) {
+	t.Helper()
+	needRoot(t)
+	ns := testNetns(t)
+	ex, err := New(knftables.IPv4Family, "kube-proxy", Options{NetNSPath: netnsPath(ns)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, ex
+}
