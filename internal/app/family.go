@@ -105,6 +105,7 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		FullSync:      p.fullSyncScope(),
 	})
 	if err != nil {
+		serviceHealth.Close()
 		return nil, err
 	}
 	return &builtFamily{syncer: proxier, setServiceCIDRs: proxier.SetServiceCIDRs, close: serviceHealth.Close}, nil

@@ -64,26 +64,16 @@ type scriptWriter struct {
 func (w *scriptWriter) write(op fullOp) {
 	switch op.kind {
 	case opAddRule:
-		w.buf.WriteString("add rule")
-		w.buf.WriteString(w.prefix)
-		w.buf.WriteString(op.chain.Name)
+		w.command("add rule", op.chain.Name)
 		w.buf.WriteByte(' ')
 		w.buf.WriteString(op.rule.Text)
-		if op.rule.Comment != "" {
-			w.buf.WriteString(" comment ")
-			w.buf.WriteString(strconv.Quote(op.rule.Comment))
-		}
+		w.comment(op.rule.Comment)
 		w.buf.WriteByte('\n')
 	case opAddElement:
-		w.buf.WriteString("add element")
-		w.buf.WriteString(w.prefix)
-		w.buf.WriteString(op.id.container)
+		w.command("add element", op.id.container)
 		w.buf.WriteString(" { ")
 		w.buf.WriteString(op.id.key)
-		if op.claim.comment != "" {
-			w.buf.WriteString(" comment ")
-			w.buf.WriteString(strconv.Quote(op.claim.comment))
-		}
+		w.comment(op.claim.comment)
 		if op.claim.value != "" {
 			w.buf.WriteString(" : ")
 			w.buf.WriteString(op.claim.value)
@@ -91,10 +81,7 @@ func (w *scriptWriter) write(op fullOp) {
 		w.buf.WriteString(" }\n")
 	case opAddChain:
 		if c := op.chain; c.Hook == nil && c.Comment == "" {
-			w.buf.WriteString("add chain")
-			w.buf.WriteString(w.prefix)
-			w.buf.WriteString(c.Name)
-			w.buf.WriteByte('\n')
+			w.line("add chain", c.Name)
 			return
 		}
 		w.knftables(func(tx *knftables.Transaction) { tx.Add(op.chain.object()) })
@@ -105,22 +92,36 @@ func (w *scriptWriter) write(op fullOp) {
 	case opDeleteTable:
 		w.knftables(func(tx *knftables.Transaction) { tx.Delete(&knftables.Table{}) })
 	case opFlushChain:
-		w.named("flush chain", op.name)
+		w.line("flush chain", op.name)
 	case opDeleteChain:
-		w.named("delete chain", op.name)
+		w.line("delete chain", op.name)
 	case opFlushContainer:
-		w.named(containerVerb("flush", op.isMap), op.name)
+		w.line(containerVerb("flush", op.isMap), op.name)
 	case opDeleteContainer:
-		w.named(containerVerb("delete", op.isMap), op.name)
+		w.line(containerVerb("delete", op.isMap), op.name)
 	}
 }
 
-// named writes a command on the object name, e.g. "flush chain ip kube-proxy x".
-func (w *scriptWriter) named(command, name string) {
+// command writes the start of a command on the object name, e.g. "add rule ip
+// kube-proxy services".
+func (w *scriptWriter) command(command, name string) {
 	w.buf.WriteString(command)
 	w.buf.WriteString(w.prefix)
 	w.buf.WriteString(name)
+}
+
+// line writes a whole command on the object name, e.g. "flush chain ip kube-proxy x".
+func (w *scriptWriter) line(command, name string) {
+	w.command(command, name)
 	w.buf.WriteByte('\n')
+}
+
+// comment writes ` comment "text"` unless text is empty.
+func (w *scriptWriter) comment(text string) {
+	if text != "" {
+		w.buf.WriteString(" comment ")
+		w.buf.WriteString(strconv.Quote(text))
+	}
 }
 
 func containerVerb(verb string, isMap bool) string {
