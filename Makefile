@@ -3,8 +3,10 @@ SHELL := /usr/bin/env bash
 export PATH := /usr/local/go/bin:$(PATH)
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
+# The end-to-end tests run the product binary that setup built (hack/build.sh), as shipped.
+E2E_ENV := KPROXY_E2E_REQUIRED=1 KPROXY_PROXY_BIN=$(CURDIR)/_output/bin/kube-proxy
 
-.PHONY: all setup tools build demo test unit vet clean
+.PHONY: all setup tools build demo test unit vet lint generate verify-generated clean
 
 all: build
 
@@ -18,20 +20,22 @@ tools:
 
 ## build: build the product binaries into _output/bin.
 build:
-	go build -trimpath -o _output/bin/ ./cmd/...
+	hack/build.sh
 
 ## demo: set up, bring up the lab and show the real thing working.
 demo: setup
 	_output/bin/kproxy-lab demo
 
-## test: set up, then vet and run every test (end-to-end tests need root and fail,
+## test: set up, then vet, lint and run every test (end-to-end tests need root and fail,
 ## rather than skip, when they cannot run).
-test: setup vet
-	KPROXY_E2E_REQUIRED=1 go test $(GO_TEST_FLAGS) ./...
+test: setup vet lint verify-generated
+	$(E2E_ENV) go test $(GO_TEST_FLAGS) ./...
 	@echo "the nftables suite again, with the nft command as the writer (the fallback)"
-	KPROXY_E2E_REQUIRED=1 KPROXY_NFTABLES_WRITER=nft go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
+	$(E2E_ENV) KPROXY_NFTABLES_WRITER=nft go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
 	@echo "the same suite in iptables mode"
-	KPROXY_E2E_REQUIRED=1 KPROXY_E2E_MODE=iptables go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
+	$(E2E_ENV) KPROXY_E2E_MODE=iptables go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
+	@echo "the same suite with a blank mode in the configuration file (iptables mode, as upstream)"
+	$(E2E_ENV) KPROXY_E2E_MODE=default go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
 
 ## bench: set up, then compare kproxy with upstream kube-proxy in the lab (not part of test; BENCH_FLAGS=--with-30k ...).
 bench: setup
@@ -43,6 +47,20 @@ unit:
 
 vet:
 	go vet ./...
+
+## lint: golangci-lint (pinned in hack/tools/lint, config .golangci.yml) over the whole
+## module: internal/, cmd/, bench/ and test/. `_output/bin/golangci-lint fmt` fixes imports.
+lint:
+	hack/build-tools.sh golangci-lint
+	_output/bin/golangci-lint run ./...
+
+## generate: regenerate the files derived from upstream's code (the feature-gate table).
+generate:
+	hack/generate.sh
+
+## verify-generated: fail when a generated file is stale (part of test).
+verify-generated:
+	hack/generate.sh --verify
 
 clean:
 	rm -rf _output

@@ -35,8 +35,8 @@ func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod
 		return res, fmt.Errorf("no churn services")
 	}
 	for k := range count {
-		if done, err := r.Process.Exited(); done {
-			return res, fmt.Errorf("%s exited (%v); log tail:\n%s", r.Proxy.Name, err, r.Process.LogTail(30))
+		if err := r.Process.ExitReason(); err != nil {
+			return res, fmt.Errorf("%s exited (%w); log tail:\n%s", r.Proxy.Name, err, r.Process.LogTail(30))
 		}
 		s := churn[k%len(churn)]
 		next := nextBackend(ld.Backends, s.Pod)

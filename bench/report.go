@@ -32,8 +32,9 @@ func Machine(ctx context.Context) string {
 		for _, line := range strings.Split(string(b), "\n") {
 			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
 				var kb float64
-				fmt.Sscanf(strings.TrimSpace(rest), "%f", &kb)
-				mem = fmt.Sprintf("%.1f GiB", kb/1024/1024)
+				if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%f", &kb); err == nil {
+					mem = fmt.Sprintf("%.1f GiB", kb/1024/1024)
+				}
 			}
 		}
 	}

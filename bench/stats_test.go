@@ -59,7 +59,9 @@ func TestProcFiguresOfSelf(t *testing.T) {
 
 func TestUpdateReadmeReplacesBetweenMarkers(t *testing.T) {
 	path := t.TempDir() + "/README.md"
-	os.WriteFile(path, []byte("a\n"+ReadmeBegin+"\nold\n"+ReadmeEnd+"\nb\n"), 0o644)
+	if err := os.WriteFile(path, []byte("a\n"+ReadmeBegin+"\nold\n"+ReadmeEnd+"\nb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if ok, err := UpdateReadme(path, "new"); !ok || err != nil {
 		t.Fatalf("UpdateReadme = %v, %v", ok, err)
 	}
@@ -67,7 +69,9 @@ func TestUpdateReadmeReplacesBetweenMarkers(t *testing.T) {
 	if s := string(b); strings.Contains(s, "old") || !strings.Contains(s, ReadmeBegin+"\nnew\n"+ReadmeEnd) {
 		t.Errorf("README after update:\n%s", s)
 	}
-	os.WriteFile(path, []byte("no markers\n"), 0o644)
+	if err := os.WriteFile(path, []byte("no markers\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if ok, err := UpdateReadme(path, "new"); ok || err != nil {
 		t.Errorf("without markers: UpdateReadme = %v, %v; want false, nil", ok, err)
 	}

@@ -65,8 +65,8 @@ func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sa
 	res.CPUSeconds = r.CPU()
 	cancel()
 	<-exited
-	if done, werr := r.Process.Exited(); done {
-		return res, fmt.Errorf("%s exited during the initial sync (%v); log tail:\n%s", r.Proxy.Name, werr, r.Process.LogTail(30))
+	if werr := r.Process.ExitReason(); werr != nil {
+		return res, fmt.Errorf("%s exited during the initial sync (%w); log tail:\n%s", r.Proxy.Name, werr, r.Process.LogTail(30))
 	}
 	if probesDone.IsZero() || elemsDone.IsZero() {
 		res.Capped = true

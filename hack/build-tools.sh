@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the pinned upstream binaries into _output/bin: etcd, kube-apiserver (the lab's
 # real control plane) and upstream kube-proxy as kube-proxy-upstream (the reference peer
-# of the benchmarks; _output/bin/kube-proxy is our product).
-# A binary is rebuilt only when its inputs (the module's go.mod and go.sum, and the
+# of the benchmarks; _output/bin/kube-proxy is our product), and golangci-lint (`make lint`).
+# With arguments (binary names, e.g. `hack/build-tools.sh golangci-lint`) only those are
+# considered. A binary is rebuilt only when its inputs (the module's go.mod and go.sum, and the
 # link flags) differ from those it was built from, so a warm run is a few hashes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/_output/bin"
 mkdir -p "$out"
+only=("$@")
 
 # stamp MODULE_DIR LDFLAGS: a digest of what a binary is built from.
 stamp() {
@@ -21,6 +23,9 @@ build() {
   want=$(stamp "$dir" "$ldflags")
   for pair in "$@"; do
     bin=${pair%%=*} pkg=${pair#*=}
+    if [ ${#only[@]} -gt 0 ] && [[ " ${only[*]} " != *" $bin "* ]]; then
+      continue
+    fi
     if [ -x "$out/$bin" ] && [ "$(cat "$out/.$bin.stamp" 2>/dev/null)" = "$want" ]; then
       echo "tools: $bin up to date"
       continue
@@ -45,3 +50,4 @@ build "$root/hack/tools/etcd" "" etcd=go.etcd.io/etcd/server/v3
 build "$root/hack/tools" "$kube_ldflags" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-proxy-upstream=k8s.io/kubernetes/cmd/kube-proxy
+build "$root/hack/tools/lint" "" golangci-lint=github.com/golangci/golangci-lint/v2/cmd/golangci-lint

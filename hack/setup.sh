@@ -37,5 +37,5 @@ fi
 
 "$root/hack/build-tools.sh"
 echo "setup: building the product"
-(cd "$root" && go build -trimpath -o _output/bin/ ./cmd/...)
+"$root/hack/build.sh"
 echo "setup: done"

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -63,7 +64,7 @@ func up(opts lab.Options, hold bool, show func(context.Context, *lab.Lab) error)
 	defer func() {
 		start := time.Now()
 		if cerr := l.Close(); cerr != nil {
-			err = fmt.Errorf("%w; teardown: %v", err, cerr)
+			err = errors.Join(err, fmt.Errorf("teardown: %w", cerr))
 			return
 		}
 		fmt.Printf("torn down in %s\n", time.Since(start).Round(time.Millisecond))

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
+	"io"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	componentversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
 	"github.com/kproxy/kproxy/internal/config"
@@ -91,7 +94,7 @@ func NewCommand(run RunFunc, opts ...CommandOption) *cobra.Command {
 				_, err := fmt.Fprint(cmd.OutOrStdout(), version.output())
 				return err
 			}
-			return executeProxyCommand(cmd, options, settings, run)
+			return executeProxyCommand(cmd, options, settings, version.reported(), run)
 		},
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -111,19 +114,20 @@ func NewCommand(run RunFunc, opts ...CommandOption) *cobra.Command {
 }
 
 // executeProxyCommand resolves the configuration, applies logging, and dispatches.
-func executeProxyCommand(cmd *cobra.Command, options *config.Options, settings commandSettings, run RunFunc) error {
+func executeProxyCommand(cmd *cobra.Command, options *config.Options, settings commandSettings, reportedVersion string, run RunFunc) error {
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	cfg, err := options.Complete(cmd.Flags())
 	if err != nil {
-		var agg utilerrors.Aggregate
-		if errors.As(err, &agg) {
+		var invalid *config.ValidationError
+		if errors.As(err, &invalid) {
 			return fmt.Errorf("failed validate: %w", err)
 		}
 		return fmt.Errorf("failed complete: %w", err)
 	}
+	cfg.Version = reportedVersion
 	if err := settings.applyLogging(&cfg.Logging, cfg.FeatureGates); err != nil {
 		return fmt.Errorf("initialize logging: %w", err)
 	}
@@ -143,38 +147,117 @@ func executeProxyCommand(cmd *cobra.Command, options *config.Options, settings c
 	return run(ctx, cfg)
 }
 
-// versionValue is --version: a boolean-like flag that also accepts "raw" and,
-// as upstream, a version string that only changes the reported version.
-type versionValue struct{ value string }
+// versionValue is --version, as component-base's verflag: a boolean-like flag that
+// also accepts "raw" and a version string vX.Y.Z... that only changes the reported
+// version (it must keep the binary's major, minor and patch).
+type versionValue struct {
+	print string // "", "true" or "raw"
+	// dynamic is the version set with --version=vX.Y.Z..., "" if none.
+	dynamic string
+}
 
 func (v *versionValue) Set(s string) error {
-	switch s {
-	case "true", "false", "raw":
-	default:
-		if len(s) < 2 || s[0] != 'v' {
-			return fmt.Errorf("invalid value %q: must be true, false, raw or vX.Y.Z", s)
-		}
+	if s == "raw" {
+		v.print = s
+		return nil
 	}
-	v.value = s
+	if strings.HasPrefix(s, "v") {
+		if err := validateDynamicVersion(s, config.Version); err != nil {
+			return err
+		}
+		v.dynamic = s
+		return nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	v.print = ""
+	if b {
+		v.print = "true"
+	}
+	return nil
+}
+
+// validateDynamicVersion accepts a semantic version with the major, minor and patch of
+// the binary's (upstream's rule and message).
+func validateDynamicVersion(dynamic, binary string) error {
+	if dynamic == binary {
+		return nil
+	}
+	want, err := utilversion.ParseSemantic(binary)
+	if err != nil {
+		return fmt.Errorf("binary version %q: %w", binary, err)
+	}
+	got, err := utilversion.ParseSemantic(dynamic)
+	if err != nil {
+		return err
+	}
+	if got.Major() != want.Major() || got.Minor() != want.Minor() || got.Patch() != want.Patch() {
+		return fmt.Errorf("version %q must match major/minor/patch of default version %q", dynamic, binary)
+	}
 	return nil
 }
 
 func (v *versionValue) String() string {
-	if v.value == "" {
-		return "false"
+	switch {
+	case v.print != "":
+		return v.print
+	case v.dynamic != "":
+		return v.dynamic
 	}
-	return v.value
+	return "false"
 }
 
 func (v *versionValue) Type() string { return "version" }
 
+// IsBoolFlag lets --version stand alone, as a boolean flag.
+func (v *versionValue) IsBoolFlag() bool { return true }
+
 // requested reports whether the command should print the version and stop.
-func (v *versionValue) requested() bool { return v.value == "true" || v.value == "raw" }
+func (v *versionValue) requested() bool { return v.print != "" }
+
+// reported is the version the proxy reports: --version=vX.Y.Z's, or the binary's.
+func (v *versionValue) reported() string {
+	if v.dynamic != "" {
+		return v.dynamic
+	}
+	return config.Version
+}
 
 func (v *versionValue) output() string {
-	if v.value == "raw" {
-		return fmt.Sprintf("version.Info{GitVersion:%q, GoVersion:%q, Compiler:%q, Platform:\"%s/%s\"}\n",
-			config.Version, runtime.Version(), runtime.Compiler, runtime.GOOS, runtime.GOARCH)
+	if v.print == "raw" {
+		// component-base's version.Info (hack/build.sh stamps the upstream release it
+		// is compatible with), with kproxy's own version.
+		info := componentversion.Get()
+		info.GitVersion = v.reported()
+		return fmt.Sprintf("%#v\n", info)
 	}
-	return fmt.Sprintf("Kubernetes %s\n", config.Version)
+	return fmt.Sprintf("Kubernetes %s\n", v.reported())
+}
+
+// Execute runs the command and returns the process exit code, reporting a failure
+// as component-base's cli.Run does: an error before the flags were parsed (a bad
+// flag or argument) is written to stderr as "Error: ...", one after it is logged
+// through klog as "command failed", so that --logging-format=json gets JSON.
+func Execute(ctx context.Context, cmd *cobra.Command, stderr io.Writer) int {
+	flagsParsed := false
+	previous := cmd.PersistentPreRunE
+	cmd.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		flagsParsed = true
+		if previous != nil {
+			return previous(c, args)
+		}
+		return nil
+	}
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	if flagsParsed {
+		klog.ErrorS(err, "command failed")
+	} else {
+		_, _ = fmt.Fprintf(stderr, "Error: %v\n", err)
+	}
+	return 1
 }

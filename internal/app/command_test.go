@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -13,16 +14,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/kproxy/kproxy/internal/config"
 )
 
 // upstreamFlags are the 55 flags upstream kube-proxy v1.37.2 registers: the
 // 47 of cmd/kube-proxy/app/options.go AddFlags and the 8 of component-base
-// logsapi.AddFlags (with the json format registered). --help, --version and
-// cAdvisor's --boot-id-file/--machine-id-file come on top.
+// logsapi.AddFlags (with the json format registered). --help and --version come
+// on top. (The pinned upstream binary has no cAdvisor --boot-id-file or
+// --machine-id-file, so neither does kproxy.)
 var upstreamFlags = []string{
 	"config", "write-config-to", "cleanup", "feature-gates",
 	"kubeconfig", "master", "kube-api-content-type", "kube-api-burst", "kube-api-qps",
@@ -60,10 +64,13 @@ func execute(t *testing.T, args ...string) result {
 		r.cfg, r.ran = cfg, true
 		return nil
 	}
-	noLogging := func(s *commandSettings) {
-		s.applyLogging = func(*logsapi.LoggingConfiguration, featuregate.FeatureGate) error { return nil }
+	// Logging is validated as the command does, but never applied to the process.
+	validateLogging := func(s *commandSettings) {
+		s.applyLogging = func(c *logsapi.LoggingConfiguration, fg featuregate.FeatureGate) error {
+			return logsapi.Validate(c, fg, field.NewPath("logging")).ToAggregate()
+		}
 	}
-	cmd := NewCommand(run, noLogging)
+	cmd := NewCommand(run, validateLogging)
 	var stdout, stderr bytes.Buffer
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
@@ -81,7 +88,7 @@ func TestHelpListsUpstreamFlags(t *testing.T) {
 	if r.err != nil || r.ran {
 		t.Fatalf("--help: err=%v ran=%v", r.err, r.ran)
 	}
-	for _, name := range append(upstreamFlags, "help", "version", "boot-id-file", "machine-id-file") {
+	for _, name := range append(upstreamFlags, "help", "version") {
 		listed := strings.Contains(r.stdout, "--"+name+" ") || strings.Contains(r.stdout, "--"+name+"\n")
 		if deprecatedFlags[name] {
 			if listed {
@@ -124,6 +131,55 @@ func TestVersion(t *testing.T) {
 	if r := execute(t, "--version=false"); r.err != nil || !r.ran {
 		t.Errorf("--version=false: err=%v ran=%v", r.err, r.ran)
 	}
+	// As verflag: --version=vX.Y.Z... sets the reported version and runs the proxy;
+	// it must keep the binary's major, minor and patch.
+	dynamic := strings.SplitN(config.Version, "-", 2)[0] + "-custom.1"
+	if r := execute(t, "--version="+dynamic); r.err != nil || !r.ran || r.cfg.Version != dynamic {
+		t.Errorf("--version=%s: err=%v ran=%v", dynamic, r.err, r.ran)
+	}
+	if r := execute(t, "--version="+dynamic, "--version"); r.err != nil || r.stdout != "Kubernetes "+dynamic+"\n" {
+		t.Errorf("--version=%s --version: err=%v stdout=%q", dynamic, r.err, r.stdout)
+	}
+	if r := execute(t); r.err != nil || r.cfg.Version != config.Version {
+		t.Errorf("no --version: reported %q, want %q", r.cfg.Version, config.Version)
+	}
+	for _, bad := range []string{"v1.99.0", "vx", "maybe"} {
+		if r := execute(t, "--version="+bad); r.err == nil || r.ran {
+			t.Errorf("--version=%s accepted", bad)
+		}
+	}
+}
+
+// TestExecuteReportsErrorsAsCLIRun: flag errors are plain text on stderr, errors once
+// the flags were parsed go through klog (component-base's cli.Run).
+func TestExecuteReportsErrorsAsCLIRun(t *testing.T) {
+	failing := func(context.Context, *config.Config) error { return errors.New("boom") }
+	noLogging := func(s *commandSettings) {
+		s.applyLogging = func(*logsapi.LoggingConfiguration, featuregate.FeatureGate) error { return nil }
+	}
+	var stderr bytes.Buffer
+	cmd := NewCommand(failing, noLogging)
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"--no-such-flag"})
+	if code := Execute(context.Background(), cmd, &stderr); code != 1 || !strings.Contains(stderr.String(), "Error: unknown flag: --no-such-flag") {
+		t.Errorf("flag error: code %d, stderr %q", code, stderr.String())
+	}
+
+	var logged bytes.Buffer
+	klog.SetOutput(&logged)
+	klog.LogToStderr(false)
+	defer klog.LogToStderr(true)
+	stderr.Reset()
+	cmd = NewCommand(failing, noLogging)
+	cmd.SetArgs(nil)
+	if code := Execute(context.Background(), cmd, &stderr); code != 1 || stderr.Len() != 0 {
+		t.Errorf("run error: code %d, stderr %q (want it logged, not printed)", code, stderr.String())
+	}
+	klog.Flush()
+	if !strings.Contains(logged.String(), `"command failed" err="boom"`) {
+		t.Errorf("klog output %q lacks the command failure", logged.String())
+	}
 }
 
 func TestCommandErrors(t *testing.T) {
@@ -141,16 +197,17 @@ func TestCommandErrors(t *testing.T) {
 		{"min > sync", []string{"--iptables-sync-period=1s", "--iptables-min-sync-period=2s"}, `KubeProxyConfiguration.SyncPeriod: Invalid value: "2s": must be greater than or equal to KubeProxyConfiguration.MinSyncPeriod`},
 		{"bad mode", []string{"--proxy-mode=userspace"}, `KubeProxyConfiguration.Mode.ProxyMode: Invalid value: "userspace"`},
 		{"unrunnable mode", []string{"--proxy-mode=ipvs"}, `proxy mode "ipvs" is not implemented by this build`},
+		{"unrunnable mode with a bad field still names the field", []string{"--proxy-mode=ipvs", "--ipvs-tcp-timeout=-1s"}, `KubeProxyConfiguration.KubeProxyIPVSConfiguration.TCPTimeout: Invalid value: "-1s"`},
 		{"bad masquerade bit", []string{"--iptables-masquerade-bit=32"}, `KubeProxyConfiguration.KubeProxyIPTablesConfiguration.MasqueradeBit: Invalid value: 32: must be within the range [0, 31]`},
 		{"bad cluster CIDR", []string{"--cluster-cidr=10.0.0.0/40"}, `KubeProxyConfiguration.DetectLocalConfiguration.ClusterCIDRs[0]: Invalid value: "10.0.0.0/40"`},
 		{"cluster CIDRs of one family", []string{"--cluster-cidr=fd00::/64,fd01::/64"}, `KubeProxyConfiguration.DetectLocalConfiguration.ClusterCIDRs: Invalid value: ["fd00::/64","fd01::/64"]`},
 		{"bad nodeport address", []string{"--nodeport-addresses=10.0.0.1"}, `KubeProxyConfiguration.NodePortAddresses[0]: Invalid value: "10.0.0.1"`},
-		{"unknown feature gate", []string{"--feature-gates=NoSuchGate=true"}, `KubeProxyConfiguration.featureGates: Invalid value: {"NoSuchGate":true}: unrecognized feature gate: NoSuchGate`},
+		{"unknown feature gate", []string{"--feature-gates=NoSuchGate=true"}, `failed complete: unrecognized feature gate: NoSuchGate`},
 		{"bad feature gate value", []string{"--feature-gates=KubeProxyIPVS=maybe"}, `invalid argument "KubeProxyIPVS=maybe" for "--feature-gates" flag`},
 		{"metrics-port 0 empties a required address", []string{"--metrics-port=0"}, `KubeProxyConfiguration.MetricsBindAddress: Invalid value: "": must be IP:port`},
 		{"blank hostname override", []string{"--hostname-override=  "}, "empty hostname-override is invalid"},
 		{"missing config file", []string{"--config=/nonexistent/kube-proxy.yaml"}, "failed complete: reading config file"},
-		{"bad logging format", []string{"--logging-format=xml"}, `KubeProxyConfiguration.logging.format: Invalid value: "xml"`},
+		{"bad logging format", []string{"--logging-format=xml"}, `initialize logging: logging.format: Invalid value: "xml"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,7 +50,13 @@ type daemon struct {
 	cleanupOtherModes func(ctx context.Context)
 	// fullSyncGC lowers the GC target during full syncs (process-wide, so owned here).
 	fullSyncGC gcScope
+	// startupWarnings are Warning Events about the configuration, recorded once the
+	// event broadcaster runs (upstream records them before, and loses them).
+	startupWarnings []startupWarning
 }
+
+// startupWarning is a Warning Event of the StartKubeProxy action.
+type startupWarning struct{ reason, message string }
 
 // metricsRegistry is the registry served at /metrics.
 type metricsRegistry struct{ registry prometheus.Gatherer }
@@ -65,26 +71,24 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	logger := klog.FromContext(ctx)
 	d := &daemon{cfg: cfg}
 
-	registry := metrics.NewRegistry()
-	m := metrics.New(registry)
-	opts := metrics.RegisterOptions{
-		Mode:               string(cfg.Mode),
-		LocalhostNodePorts: cfg.FeatureGates.Enabled(config.KubeProxyNFTablesLocalhostNodePorts),
-	}
+	var counters metrics.RegisterOptions
 	if cfg.Mode == config.ProxyModeIPTables {
 		// The proxiers create the counters; a scrape before that (or without
 		// nfacct in the kernel) omits the samples, as upstream's collectors do.
 		d.nfacct = nfacct.New()
-		opts.IPTablesCounters = func(_ context.Context, name string) (uint64, error) {
+		counters.IPTablesCounters = func(_ context.Context, name string) (uint64, error) {
 			c, err := d.nfacct.Get(name)
 			return c.Packets, err
 		}
 	}
-	if err := m.Register(opts); err != nil {
-		return nil, fmt.Errorf("registering metrics: %w", err)
+	if cfg.Mode == config.ProxyModeNFTables && cfg.FeatureGates.Enabled(config.KubeProxyNFTablesLocalhostNodePorts) {
+		counters.NFTablesCounters = localhostNodePortCounters(ctx) // family.go
+	}
+	m, gatherer, err := newDaemonMetrics(cfg, counters)
+	if err != nil {
+		return nil, err
 	}
 
-	var err error
 	if d.nodeName, err = node.GetHostname(cfg.HostnameOverride); err != nil {
 		return nil, err
 	}
@@ -93,7 +97,7 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 		return nil, err
 	}
 	d.broadcaster, d.recorder = watch.NewEventBroadcaster(d.client)
-	d.healthServer, d.metricsServer = healthAndMetrics(cfg, m, &metricsRegistry{registry: registry})
+	d.healthServer, d.metricsServer = healthAndMetrics(cfg, m, &metricsRegistry{registry: gatherer})
 
 	// The node manager's informer lives as long as ctx: the daemon's whole life.
 	d.nodes = node.NewManager(d.client, node.Config{
@@ -115,12 +119,17 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	podCIDRs := d.nodes.PodCIDRs()
 	nodePortAddrs := expandNodePortAddresses(cfg.NodePortAddresses, nodeIPs)
 
-	platformSetup(ctx, cfg)
+	if err := platformSetup(ctx, cfg); err != nil {
+		return nil, err
+	}
 	if err := checkBadConfig(cfg, primary, nodePortAddrs, podCIDRs); err != nil {
 		logger.Error(err, "Kube-proxy configuration may be incomplete or incorrect")
 	}
-	// The nft command always handles both families; the kernel may lack IPv6.
-	supported := node.SupportedFamilies(ctx, node.ProcProbe{}, node.Families{IPv4: true, IPv6: true})
+	backend, err := backendFamilies(ctx, cfg.Mode)
+	if err != nil {
+		return nil, err
+	}
+	supported := node.SupportedFamilies(ctx, node.ProcProbe{}, backend)
 	if err := supported.CheckPrimary(ctx, primary); err != nil {
 		return nil, err
 	}
@@ -133,7 +142,13 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	}
 
 	if cfg.ModeDefaulted {
-		logger.Info("No kube-proxy mode specified: using nftables, kproxy's default")
+		// As upstream: an error line, and a Warning Event once the broadcaster runs.
+		logger.Error(nil, defaultModeMessage)
+		logger.Info(nftablesRecommendation)
+		d.startupWarnings = append(d.startupWarnings, startupWarning{reason: "KubeProxyDefaultMode", message: defaultModeMessage})
+	}
+	if err := platformChecks(cfg.Mode); err != nil {
+		return nil, fmt.Errorf("unable to create proxier: %w", err)
 	}
 	d.cleanupOtherModes = func(ctx context.Context) { cleanupOtherModes(ctx, cfg.Mode, m, primary) }
 
@@ -151,6 +166,9 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	syncers := map[v1.IPFamily]syncer.Syncer{}
 	for _, family := range families {
 		state := model.NewState(family, d.nodeName)
+		// As upstream's change tracker: objects changed before the proxy started would
+		// report how long they waited for it, not network programming latency.
+		state.IgnoreTriggerTimesBefore(timeNow())
 		fp, err := newFamilyProxier(ctx, familyParams{
 			cfg:              cfg,
 			family:           family,

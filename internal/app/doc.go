@@ -6,6 +6,13 @@
 // resolves them with the --config file into a validated *config.Config (see
 // internal/config), applies the logging configuration, and then either prints
 // the version, writes the configuration (--write-config-to) or calls the
-// RunFunc. Errors are returned from Execute (the command prints nothing for
-// them); main prints them and exits 1.
+// RunFunc. The command prints nothing for its errors; Execute reports them as
+// component-base's cli.Run does (plain "Error: ..." before the flags were parsed,
+// klog's "command failed" after) and returns the exit code.
+//
+// Contract of the daemon (Run): upstream's start-up sequence, with its checks and
+// their failures (platform.go: conntrack settings, the families the mode's backend
+// and the kernel support, nftables mode's kernel version), then every part under
+// one errgroup. Warning Events about the configuration (KubeProxyDefaultMode) are
+// recorded once the event broadcaster runs.
 package app

@@ -17,6 +17,7 @@ import (
 	"github.com/kproxy/kproxy/internal/conntrack"
 	dpnft "github.com/kproxy/kproxy/internal/dataplane/nftables"
 	"github.com/kproxy/kproxy/internal/health"
+	"github.com/kproxy/kproxy/internal/localnodeports"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/nfacct"
@@ -72,7 +73,7 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 	if p.family == v1.IPv6Protocol {
 		nftFamily = knftables.IPv6Family
 	}
-	nft, writer, err := nftablesWriter(nftFamily, p.largeTransaction)
+	nft, writer, err := nftablesWriter(nftFamily, p.cfg.FeatureGates.Enabled(config.NFTablesNetlink), p.largeTransaction)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +89,10 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		NodeIP:            p.nodeIP,
 		// Endpoints in shared maps: replacing an endpoint changes map elements only,
 		// which the kernel applies without re-validating the table (docs/nftables.md).
-		EndpointMaps: true,
+		EndpointMaps:       true,
+		LocalhostNodePorts: localhostNodePorts(p),
 	}
-
-	proxier, err := dpnft.New(dpnft.Config{
+	dpCfg := dpnft.Config{
 		Family:        p.family,
 		Render:        renderCfg,
 		NFT:           nft,
@@ -103,12 +104,59 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		ServiceHealth: serviceHealth,
 		Recorder:      p.recorder,
 		FullSync:      p.fullSyncScope(),
-	})
+	}
+	// Localhost NodePorts (KubeProxyNFTablesLocalhostNodePorts): the userspace
+	// listeners follow every successful sync and run as the family's own part.
+	var listeners *localnodeports.Manager
+	if renderCfg.LocalhostNodePorts.Proxied {
+		klog.FromContext(ctx).Info("Serving TCP NodePorts on localhost with a userspace proxy", "ipFamily", p.family,
+			"address", localnodeports.ListenAddress(p.family))
+		listeners = localnodeports.New(localnodeports.Config{Family: p.family, Metrics: p.metrics})
+		tracker := localnodeports.NewTracker(p.family, p.state, listeners)
+		dpCfg.AfterSync = func(_ context.Context, full bool, changed, deleted []model.ServicePortName) {
+			tracker.Synced(full, changed, deleted)
+		}
+	}
+
+	proxier, err := dpnft.New(dpCfg)
 	if err != nil {
 		serviceHealth.Close()
 		return nil, err
 	}
-	return &builtFamily{syncer: proxier, setServiceCIDRs: proxier.SetServiceCIDRs, close: serviceHealth.Close}, nil
+	built := &builtFamily{syncer: proxier, setServiceCIDRs: proxier.SetServiceCIDRs, close: serviceHealth.Close}
+	if listeners != nil {
+		built.run = func(ctx context.Context, _ func()) error { return listeners.Run(ctx) }
+	}
+	return built, nil
+}
+
+// localhostNodePorts is upstream's decision for one family: with the
+// KubeProxyNFTablesLocalhostNodePorts gate, localhost NodePorts of the protocols
+// nothing serves are rejected and counted, and the userspace proxy serves TCP ones
+// when nodePortAddresses explicitly includes loopback for the family.
+func localhostNodePorts(p familyParams) render.LocalhostNodePorts {
+	if !p.cfg.FeatureGates.Enabled(config.KubeProxyNFTablesLocalhostNodePorts) {
+		return render.LocalhostNodePorts{}
+	}
+	return render.LocalhostNodePorts{Enabled: true, Proxied: localnodeports.ServesLoopback(p.family, p.nodePortAddrs)}
+}
+
+// localhostNodePortCounters reads the localhost NodePort reject counters of the
+// kube-proxy table of both families through nft, for
+// kubeproxy_nftables_localhost_nodeport_rejected_packets_total (nftables mode with
+// the gate), as upstream's collector; nil, leaving the metric unregistered, when no
+// family's nft client can be created.
+func localhostNodePortCounters(ctx context.Context) metrics.NFTablesCounterLister {
+	clients := map[v1.IPFamily]knftables.Interface{}
+	for family, nftFamily := range map[v1.IPFamily]knftables.Family{v1.IPv4Protocol: knftables.IPv4Family, v1.IPv6Protocol: knftables.IPv6Family} {
+		nft, err := knftables.New(nftFamily, render.TableName)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to initialize nftables client for metrics", "ipFamily", family)
+			continue
+		}
+		clients[family] = nft
+	}
+	return metrics.NFTablesCounterReader(clients)
 }
 
 // fullSyncScope adapts the daemon's GC scope to the proxier's FullSync hook (nil
@@ -148,31 +196,48 @@ func (p familyParams) nodePortsAndHealth() (nodePortAddresses, func() ([]netip.A
 	return npa, localIPs, serviceHealth
 }
 
-// WriterEnv selects how nftables transactions reach the kernel: "netlink" (the
-// default) sends each transaction as one nfnetlink batch; "nft" pipes its text to
-// the nft command, as upstream does. Both are atomic and write identical rulesets
-// (internal/nftnetlink's equivalence tests); netlink is about twice as fast (see
-// docs/nftables.md), and "nft" remains as a fallback.
+// WriterEnv selects how nftables transactions reach the kernel, overriding the
+// NFTablesNetlink feature gate: "netlink" sends each transaction as one nfnetlink
+// batch; "nft" pipes its text to the nft command. Both are atomic and write identical
+// rulesets (internal/nftnetlink's equivalence tests); netlink is about twice as fast
+// (see docs/nftables.md). The tests use it to run a suite with each writer.
 const WriterEnv = "KPROXY_NFTABLES_WRITER"
 
 // nftablesWriter returns the knftables.Interface that writes the kube-proxy table of
-// family. The nft command is required either way: knftables checks it is usable
+// family. The NFTablesNetlink gate (beta, on by default, as upstream) chooses netlink;
+// with it off kproxy talks to the kernel through the nft command only, as upstream
+// does then. The nft command is required either way: knftables checks it is usable
 // (1.0.1 or later), and it serves listings.
 // largeTx is called around large (full-sync) transactions of the netlink writer.
-func nftablesWriter(family knftables.Family, largeTx func(int) func()) (knftables.Interface, string, error) {
+func nftablesWriter(family knftables.Family, netlinkGate bool, largeTx func(int) func()) (knftables.Interface, string, error) {
 	nft, err := knftables.New(family, render.TableName)
 	if err != nil {
 		return nil, "", fmt.Errorf("nftables mode needs the nft command (1.0.1 or later): %w", err)
 	}
-	switch writer := os.Getenv(WriterEnv); writer {
-	case "", "netlink":
-		ex, err := nftnetlink.New(family, render.TableName, nftnetlink.Options{Lister: nft, LargeTransaction: largeTx})
-		return ex, "netlink", err
-	case "nft":
-		return nft, writer, nil
-	default:
-		return nil, "", fmt.Errorf("%s=%q: must be netlink or nft", WriterEnv, writer)
+	writer, err := nftablesWriterKind(os.Getenv(WriterEnv), netlinkGate)
+	if err != nil {
+		return nil, "", err
 	}
+	if writer == "netlink" {
+		ex, err := nftnetlink.New(family, render.TableName, nftnetlink.Options{Lister: nft, LargeTransaction: largeTx})
+		return ex, writer, err
+	}
+	return nft, writer, nil
+}
+
+// nftablesWriterKind is the writer to use: WriterEnv's value when set, else the
+// NFTablesNetlink gate's choice.
+func nftablesWriterKind(env string, netlinkGate bool) (string, error) {
+	switch env {
+	case "netlink", "nft":
+		return env, nil
+	case "":
+		if netlinkGate {
+			return "netlink", nil
+		}
+		return "nft", nil
+	}
+	return "", fmt.Errorf("%s=%q: must be netlink or nft", WriterEnv, env)
 }
 
 // localDetector maps detectLocalMode to the renderer's detector for one family, as

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	clientfeatures "k8s.io/client-go/features"
 	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
+	clientfeatures "k8s.io/client-go/features"
+	"k8s.io/component-base/logs"
+	zpagesfeatures "k8s.io/component-base/zpages/features"
 	"k8s.io/klog/v2"
 
 	"github.com/kproxy/kproxy/internal/cleanup"
@@ -27,7 +29,7 @@ import (
 // node's IPs changing (the process exits and is restarted, as upstream's does).
 func Run(ctx context.Context, cfg *config.Config) error {
 	logger := klog.FromContext(ctx)
-	logger.Info("Version info", "version", config.Version)
+	logger.Info("Version info", "version", cfg.Version)
 	logger.Info("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
 	// client-go reads its feature gates (WatchListClient, ...) from a process-wide
@@ -81,10 +83,9 @@ func (d *daemon) awaitSynced(ctx context.Context, started <-chan struct{}) bool 
 }
 
 // platformSetup applies the process and kernel settings that upstream applies before
-// creating its proxier. Failures are warnings: a container may have a read-only
-// /proc/sys, and operators expect the proxy to carry on there.
-func platformSetup(ctx context.Context, cfg *config.Config) {
-	logger := klog.FromContext(ctx)
+// creating its proxier. As upstream, a conntrack setting that cannot be applied fails
+// the start; the OOM score is best effort.
+func platformSetup(ctx context.Context, cfg *config.Config) error {
 	if cfg.OOMScoreAdj != nil {
 		sysctl.ApplyOOMScoreAdj(ctx, sysctl.SelfOOMScoreAdj{}, int(*cfg.OOMScoreAdj))
 	}
@@ -106,8 +107,9 @@ func platformSetup(ctx context.Context, cfg *config.Config) {
 		ct.TCPCloseWaitTimeout = *cfg.Conntrack.TCPCloseWaitTimeout
 	}
 	if err := conntrack.ApplySysctls(ctx, conntrack.HostSysctlEnv(), ct); err != nil {
-		logger.V(2).Info("Some conntrack settings were not applied", "err", err)
+		return fmt.Errorf("could not set conntrack parameters from kube-proxy configuration: %w", err)
 	}
+	return nil
 }
 
 // run starts every part of the daemon under one errgroup: the first part to fail
@@ -120,6 +122,9 @@ func (d *daemon) run(ctx context.Context) error {
 
 	d.broadcaster.StartRecordingToSink(ctx.Done())
 	defer d.broadcaster.Shutdown()
+	for _, w := range d.startupWarnings {
+		d.recorder.Eventf(d.nodeRef, nil, v1.EventTypeWarning, w.reason, "StartKubeProxy", w.message)
+	}
 
 	g.Go(func() error {
 		err := d.healthServer.Run(ctx)
@@ -139,7 +144,7 @@ func (d *daemon) run(ctx context.Context) error {
 	if d.cfg.ConfigFile != "" {
 		// As upstream, a changed configuration file ends the process so that it is
 		// restarted with the new configuration.
-		g.Go(func() error { return config.WatchFile(ctx, d.cfg.ConfigFile, time.Second) })
+		g.Go(func() error { return config.WatchFile(ctx, d.cfg.ConfigFile) })
 	}
 
 	started := make(chan struct{})
@@ -205,7 +210,9 @@ func newRunner(cfg *config.Config, syncers map[v1.IPFamily]syncer.Syncer, pendin
 	return syncer.NewRunner("sync-runner", sync, cfg.MinSyncPeriod, cfg.SyncPeriod, time.Hour)
 }
 
-// healthAndMetrics builds the two HTTP servers.
+// healthAndMetrics builds the two HTTP servers. With profiling on, the metrics
+// server also takes PUT /debug/flags/v, which sets the process's log verbosity
+// through component-base's logs.GlogSetter, as upstream's serveMetrics.
 func healthAndMetrics(cfg *config.Config, m *metrics.Metrics, gatherer *metricsRegistry) (*health.ProxyHealthServer, *metrics.Server) {
 	hs := health.NewProxyHealthServer(health.ProxyHealthConfig{
 		BindAddress:         cfg.HealthzBindAddress,
@@ -219,15 +226,25 @@ func healthAndMetrics(cfg *config.Config, m *metrics.Metrics, gatherer *metricsR
 		ProxyMode:           string(cfg.Mode),
 		Gatherer:            gatherer.registry,
 		Config:              cfg.V1Alpha1,
-		Flags:               flagz(cfg.Flags),
-		BinaryVersion:       config.Version,
+		Flags:               flagzIfEnabled(cfg),
+		DisableStatusz:      !cfg.FeatureGates.Enabled(zpagesfeatures.ComponentStatusz),
+		BinaryVersion:       cfg.Version,
 		EnableProfiling:     cfg.EnableProfiling,
+		SetVerbosity:        logs.GlogSetter,
 	})
 	return hs, ms
 }
 
 // flagz serves the flags for /flagz.
 type flagz map[string]string
+
+// flagzIfEnabled is /flagz's reader, nil (not served) with ComponentFlagz off.
+func flagzIfEnabled(cfg *config.Config) metrics.FlagReader {
+	if !cfg.FeatureGates.Enabled(zpagesfeatures.ComponentFlagz) {
+		return nil
+	}
+	return flagz(cfg.Flags)
+}
 
 func (f flagz) GetFlagz() map[string]string { return f }
 

@@ -15,6 +15,16 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// ValidationError is Complete's error for an invalid configuration: every field
+// error, with upstream's field paths and messages. Other errors of Complete (an
+// unreadable file, an unknown feature gate) are upstream's "complete" failures.
+type ValidationError struct{ Errs field.ErrorList }
+
+func (e *ValidationError) Error() string { return e.Errs.ToAggregate().Error() }
+
+// Unwrap returns the field errors as an aggregate.
+func (e *ValidationError) Unwrap() error { return e.Errs.ToAggregate() }
+
 // Complete resolves the flags parsed into fs (which AddFlags populated) and the
 // --config file into a validated Config, following upstream's precedence:
 //
@@ -58,22 +68,27 @@ func (o *Options) Complete(fs *pflag.FlagSet) (*Config, error) {
 		if name == "" {
 			return nil, fmt.Errorf("empty hostname-override is invalid")
 		}
-		s.HostnameOverride = name
+		// As upstream, the flag's value is lower-cased into the configuration (so
+		// /configz shows it lower-cased); a file's value is kept as written.
+		s.HostnameOverride = strings.ToLower(name)
 	}
 
 	root := field.NewPath("KubeProxyConfiguration")
 	if err := o.featureGates.SetFromMap(s.FeatureGates); err != nil {
-		return nil, field.ErrorList{field.Invalid(root.Child("featureGates"), s.FeatureGates, err.Error())}.ToAggregate()
+		// As upstream, a failure of Complete, not of validation: no field path.
+		return nil, err
 	}
 	errs := validate(s, o.featureGates)
-	if len(errs) == 0 {
+	if len(errs) == 0 && !o.Cleanup && o.WriteConfigTo == "" {
+		// --cleanup (which removes every mode's rules) and --write-config-to work for
+		// every upstream mode, as upstream; only running one needs it implemented.
 		errs = validateRunnable(s.Mode, o.RunnableModes)
 	}
 	if s.HostnameOverride != "" && strings.TrimSpace(s.HostnameOverride) == "" {
 		errs = append(errs, field.Invalid(root.Child("HostnameOverride"), s.HostnameOverride, "must not be only whitespace"))
 	}
 	if len(errs) > 0 {
-		return nil, errs.ToAggregate()
+		return nil, &ValidationError{Errs: errs}
 	}
 
 	cfg := o.normalise(s)

@@ -69,9 +69,8 @@ func TestDefaultsPerMode(t *testing.T) {
 		args []string
 		want func(*Config)
 	}{
-		{"no flags: nftables", nil, func(c *Config) {
-			c.Mode, c.ModeDefaulted = ProxyModeNFTables, true
-			c.NodePortAddresses = []string{"primary"}
+		{"no flags: iptables, as upstream", nil, func(c *Config) {
+			c.Mode, c.ModeDefaulted = ProxyModeIPTables, true
 		}},
 		{"explicit nftables", []string{"--proxy-mode=nftables"}, func(c *Config) {
 			c.Mode = ProxyModeNFTables
@@ -80,9 +79,8 @@ func TestDefaultsPerMode(t *testing.T) {
 		{"iptables keeps upstream defaults", []string{"--proxy-mode=iptables"}, func(c *Config) {
 			c.Mode = ProxyModeIPTables
 		}},
-		{"empty file: nftables", []string{"CONFIG:"}, func(c *Config) {
-			c.Mode, c.ModeDefaulted = ProxyModeNFTables, true
-			c.NodePortAddresses = []string{"primary"}
+		{"empty file: iptables, as upstream", []string{"CONFIG:"}, func(c *Config) {
+			c.Mode, c.ModeDefaulted = ProxyModeIPTables, true
 		}},
 		{"file iptables", []string{"CONFIG:mode: iptables\n"}, func(c *Config) {
 			c.Mode = ProxyModeIPTables
@@ -127,7 +125,7 @@ func TestFlagsNormalised(t *testing.T) {
 		args  []string
 		check func(t *testing.T, c *Config)
 	}{
-		{"iptables periods apply to nftables", []string{"--iptables-sync-period=10s", "--iptables-min-sync-period=2s"}, func(t *testing.T, c *Config) {
+		{"iptables periods apply to nftables", []string{"--proxy-mode=nftables", "--iptables-sync-period=10s", "--iptables-min-sync-period=2s"}, func(t *testing.T, c *Config) {
 			if c.SyncPeriod != 10*time.Second || c.MinSyncPeriod != 2*time.Second {
 				t.Errorf("periods = %v/%v", c.SyncPeriod, c.MinSyncPeriod)
 			}
@@ -173,8 +171,11 @@ func TestFlagsNormalised(t *testing.T) {
 			if c.HostnameOverride != "node-a" {
 				t.Errorf("HostnameOverride = %q", c.HostnameOverride)
 			}
+			if c.V1Alpha1.HostnameOverride != "node-a" {
+				t.Errorf("effective hostnameOverride = %q, want it lower-cased as upstream's /configz", c.V1Alpha1.HostnameOverride)
+			}
 		}},
-		{"masquerade bit of nftables block", []string{"--iptables-masquerade-bit=3"}, func(t *testing.T, c *Config) {
+		{"masquerade bit of nftables block", []string{"--proxy-mode=nftables", "--iptables-masquerade-bit=3"}, func(t *testing.T, c *Config) {
 			// As upstream, --iptables-masquerade-bit only sets iptables.masqueradeBit.
 			if c.MasqueradeBit != 14 {
 				t.Errorf("MasqueradeBit = %d", c.MasqueradeBit)

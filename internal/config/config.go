@@ -89,6 +89,9 @@ type Config struct {
 	// V1Alpha1 is the effective configuration in file form, for /configz and
 	// --write-config-to.
 	V1Alpha1 *v1alpha1.KubeProxyConfiguration
+	// Version is the version the proxy reports (logs, metrics, /statusz): Version, or
+	// the one set with --version=vX.Y.Z (the command sets it).
+	Version string
 	// Flags maps every flag name to its current value, for /flagz.
 	Flags map[string]string
 	// Warnings are non-fatal problems the caller should log (e.g. the file

@@ -5,8 +5,8 @@
 // Contract:
 //   - Options.AddFlags registers every upstream flag; Options.Complete applies
 //     upstream's precedence (see its doc), the v1alpha1 defaults, the Linux
-//     mode-dependent defaults (except that a blank mode means nftables, not
-//     iptables), sets the feature gates, and validates with upstream's field
+//     mode-dependent defaults (a blank mode means iptables, as upstream), sets
+//     the feature gates, and validates with upstream's field
 //     paths and messages. It returns a complete Config or an error naming the
 //     offending field; never a partial Config.
 //   - Config files are decoded strictly; if only strictness fails (unknown or

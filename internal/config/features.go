@@ -25,7 +25,9 @@ const (
 	// PreferSameTrafficDistribution enables trafficDistribution PreferSameZone /
 	// PreferSameNode (GA, locked on).
 	PreferSameTrafficDistribution featuregate.Feature = "PreferSameTrafficDistribution"
-	// NFTablesNetlink programs nftables over netlink instead of the nft binary (beta).
+	// NFTablesNetlink (beta, on by default): upstream lists its table over netlink
+	// instead of with nft; kproxy also writes its transactions over netlink. Off,
+	// both talk to the kernel through the nft command only.
 	NFTablesNetlink featuregate.Feature = "NFTablesNetlink"
 	// NFTablesProxyMode made mode "nftables" available (GA, locked on).
 	NFTablesProxyMode featuregate.Feature = "NFTablesProxyMode"
@@ -92,8 +94,8 @@ func NewFeatureGate() (featuregate.MutableVersionedFeatureGate, error) {
 		}
 	}
 	known := fg.GetAllVersioned()
-	others := make(map[featuregate.Feature]featuregate.VersionedSpecs, len(upstreamOnlyGates))
-	for name, specs := range upstreamOnlyGates {
+	others := make(map[featuregate.Feature]featuregate.VersionedSpecs, len(upstreamGates))
+	for name, specs := range upstreamGates {
 		if _, dup := known[name]; !dup {
 			others[name] = specs
 		}

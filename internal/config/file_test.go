@@ -20,13 +20,13 @@ func TestConfigFileErrors(t *testing.T) {
 		{"missing kind", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\n", []string{"Kind"}},
 		{"bad duration", "nftables:\n  syncPeriod: abc\n", []string{`nftables.syncPeriod: time: invalid duration "abc"`}},
 		{"bad integer", "conntrack:\n  maxPerCore: lots\n", []string{"conntrack.maxPerCore: "}},
-		{"negative syncPeriod", "nftables:\n  syncPeriod: -1s\n",
+		{"negative syncPeriod", "mode: nftables\nnftables:\n  syncPeriod: -1s\n",
 			[]string{`KubeProxyConfiguration.SyncPeriod: Invalid value: "-1s": must be greater than 0`}},
 		{"negative syncPeriod of iptables", "mode: iptables\niptables:\n  syncPeriod: -5s\n",
 			[]string{`KubeProxyConfiguration.SyncPeriod: Invalid value: "-5s": must be greater than 0`}},
-		{"negative minSyncPeriod", "nftables:\n  minSyncPeriod: -1s\n",
+		{"negative minSyncPeriod of a blank mode (the iptables block)", "iptables:\n  minSyncPeriod: -1s\n",
 			[]string{`KubeProxyConfiguration.MinSyncPeriod: Invalid value: "-1s": must be greater than or equal to 0`}},
-		{"minSyncPeriod > syncPeriod", "nftables:\n  syncPeriod: 10s\n  minSyncPeriod: 1m\n",
+		{"minSyncPeriod > syncPeriod", "mode: nftables\nnftables:\n  syncPeriod: 10s\n  minSyncPeriod: 1m\n",
 			[]string{`KubeProxyConfiguration.SyncPeriod: Invalid value: "1m0s": must be greater than or equal to KubeProxyConfiguration.MinSyncPeriod`}},
 		{"zero configSyncPeriod is defaulted, negative is not", "configSyncPeriod: -1m\n",
 			[]string{`KubeProxyConfiguration.ConfigSyncPeriod: Invalid value: "-1m0s": must be greater than 0`}},
@@ -72,11 +72,9 @@ func TestConfigFileErrors(t *testing.T) {
 		{"hidden metrics version", "showHiddenMetricsForVersion: '1.30'\n",
 			[]string{`KubeProxyConfiguration.ShowHiddenMetricsForVersion: Invalid value: "1.30"`, "'1.36'"}},
 		{"unknown feature gate", "featureGates:\n  NoSuchGate: true\n",
-			[]string{`KubeProxyConfiguration.featureGates: Invalid value: {"NoSuchGate":true}: unrecognized feature gate: NoSuchGate`}},
+			[]string{`unrecognized feature gate: NoSuchGate`}},
 		{"locked feature gate", "featureGates:\n  MultiCIDRServiceAllocator: false\n",
-			[]string{`KubeProxyConfiguration.featureGates: Invalid value:`, "MultiCIDRServiceAllocator"}},
-		{"bad logging format", "logging:\n  format: xml\n",
-			[]string{`KubeProxyConfiguration.logging.format: Invalid value: "xml": Unsupported log format`}},
+			[]string{`cannot set feature gate MultiCIDRServiceAllocator to false, feature is locked to true`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,6 +162,36 @@ logging:
 		{"TCPCloseWaitTimeout", *cfg.Conntrack.TCPCloseWaitTimeout, time.Duration(0)},
 		{"gate", cfg.FeatureGates.Enabled(KubeProxyNFTablesLocalhostNodePorts), true},
 		{"verbosity", int(cfg.Logging.Verbosity), 3},
+	}
+	for _, c := range checks {
+		if c.got != c.exp {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.exp)
+		}
+	}
+}
+
+// TestKubeadmConfigMap reads the config.conf of kubeadm's kube-proxy ConfigMap
+// (mode "", with an edited iptables block): as upstream, a blank mode is iptables
+// and reads the iptables block, and nodePortAddresses stays unset (every local IP).
+func TestKubeadmConfigMap(t *testing.T) {
+	cfg, err := complete(t, "--config=testdata/kubeadm-config.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name     string
+		got, exp any
+	}{
+		{"Mode", cfg.Mode, ProxyModeIPTables},
+		{"ModeDefaulted", cfg.ModeDefaulted, true},
+		{"SyncPeriod", cfg.SyncPeriod, 45 * time.Second},
+		{"MinSyncPeriod", cfg.MinSyncPeriod, 2 * time.Second},
+		{"MasqueradeAll", cfg.MasqueradeAll, true},
+		{"NodePortAddresses", len(cfg.NodePortAddresses), 0},
+		{"Kubeconfig", cfg.ClientConnection.Kubeconfig, "/var/lib/kube-proxy/kubeconfig.conf"},
+		{"effective iptables.syncPeriod", cfg.V1Alpha1.IPTables.SyncPeriod.Duration, 45 * time.Second},
+		{"effective iptables.masqueradeAll", cfg.V1Alpha1.IPTables.MasqueradeAll, true},
+		{"effective nftables.syncPeriod", cfg.V1Alpha1.NFTables.SyncPeriod.Duration, time.Duration(0)},
 	}
 	for _, c := range checks {
 		if c.got != c.exp {

@@ -42,11 +42,6 @@ type Options struct {
 	ipvsMinSyncPeriod     time.Duration
 	clusterCIDRs          string
 
-	// Accepted for command-line compatibility (upstream inherits them from
-	// cAdvisor's Go flags); unused.
-	bootIDFile    string
-	machineIDFile string
-
 	settings     *settings
 	featureGates featuregate.MutableVersionedFeatureGate
 }
@@ -59,8 +54,6 @@ func NewOptions(fg featuregate.MutableVersionedFeatureGate) *Options {
 		RunnableModes: DefaultRunnableModes(),
 		healthzPort:   DefaultHealthzPort,
 		metricsPort:   DefaultMetricsPort,
-		bootIDFile:    "/proc/sys/kernel/random/boot_id",
-		machineIDFile: "/etc/machine-id,/var/lib/dbus/machine-id",
 		settings:      newDefaultSettings(),
 		featureGates:  fg,
 	}
@@ -136,9 +129,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	_ = fs.MarkDeprecated("healthz-port", "This flag is deprecated and will be removed in a future release. Please use --healthz-bind-address instead.")
 	fs.Int32Var(&o.metricsPort, "metrics-port", o.metricsPort, "The port to bind the metrics server. Use 0 to disable.")
 	_ = fs.MarkDeprecated("metrics-port", "This flag is deprecated and will be removed in a future release. Please use --metrics-bind-address instead.")
-
-	fs.StringVar(&o.bootIDFile, "boot-id-file", o.bootIDFile, "Comma-separated list of files to check for boot-id. Use the first one that exists.")
-	fs.StringVar(&o.machineIDFile, "machine-id-file", o.machineIDFile, "Comma-separated list of files to check for machine-id. Use the first one that exists.")
 
 	logsapi.AddFlags(&s.Logging, fs)
 }

@@ -12,9 +12,12 @@ const (
 	ProxyModeKernelspace ProxyMode = "kernelspace"
 )
 
-// DefaultProxyMode is used when neither the file nor the flags choose a mode.
-// Upstream 1.37 defaults to iptables; kproxy defaults to nftables.
-const DefaultProxyMode = ProxyModeNFTables
+// DefaultProxyMode is used when neither the file nor the flags choose a mode. It is
+// upstream 1.37's default, iptables, so that an existing configuration with a blank
+// mode (kubeadm's) means what it meant before the image was swapped: the same
+// dataplane and the iptables block's periods and masqueradeAll. kproxy recommends
+// nftables, and says so at start when the mode was defaulted (see the daemon).
+const DefaultProxyMode = ProxyModeIPTables
 
 // DefaultRunnableModes are the modes this build can run.
 func DefaultRunnableModes() []ProxyMode {

@@ -77,8 +77,8 @@ type detectLocalSettings struct {
 }
 
 // blockMode is the mode whose per-mode block (syncPeriod, minSyncPeriod,
-// masqueradeAll) is used. Upstream reads the iptables block for a blank mode
-// because blank means iptables there; here blank means DefaultProxyMode.
+// masqueradeAll) is used: a blank mode reads the block of DefaultProxyMode
+// (iptables), as upstream's conversion does.
 func blockMode(m ProxyMode) ProxyMode {
 	if m == "" {
 		return DefaultProxyMode

@@ -10,7 +10,6 @@ import (
 	"github.com/blang/semver/v4"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
-	logsapi "k8s.io/component-base/logs/api/v1"
 	metricsapi "k8s.io/component-base/metrics/api/v1"
 	netutils "k8s.io/utils/net"
 )
@@ -60,7 +59,8 @@ func validate(s *settings, fg featuregate.FeatureGate) field.ErrorList {
 	errs = append(errs, validateShowHiddenMetricsVersion(s.ShowHiddenMetricsForVersion, root.Child("ShowHiddenMetricsForVersion"))...)
 	errs = append(errs, validateDetectLocalMode(s.DetectLocalMode, root.Child("DetectLocalMode"))...)
 	errs = append(errs, validateDetectLocal(s.DetectLocalMode, &s.DetectLocal, root.Child("DetectLocalConfiguration"))...)
-	errs = append(errs, logsapi.Validate(&s.Logging, fg, root.Child("logging"))...)
+	// The logging block is validated when the command applies it, as upstream
+	// ("initialize logging: logging.format: ...").
 	return errs
 }
 

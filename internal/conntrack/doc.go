@@ -10,6 +10,6 @@
 //     decision itself (StaleFlows) is a pure function.
 //   - ApplySysctls sizes and tunes the table (nf_conntrack_max, hashsize, TCP/UDP
 //     timeouts, tcp_be_liberal) from the kube-proxy configuration, through the
-//     internal/sysctl boundary. Failures are logged as warnings and returned for
-//     information only: a read-only /proc/sys in a container must not stop the proxy.
+//     internal/sysctl boundary. As upstream, the first failure is returned and the
+//     daemon fails its start with it.
 package conntrack

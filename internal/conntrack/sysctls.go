@@ -2,7 +2,6 @@ package conntrack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -80,18 +79,13 @@ const netfilterPrefix = "net/netfilter/"
 
 // ApplySysctls applies the configuration with kube-proxy's rules: nf_conntrack_max is
 // only raised, hashsize is raised to at least max/4, and a sysctl is written only
-// when its value differs. Unlike kube-proxy, which exits on the first failure, every
-// setting is attempted and each failure is logged as a warning: a read-only /proc/sys
-// (a container without the privilege) must not stop the proxy. The returned error
-// joins the failures, for information; callers should not treat it as fatal.
+// when its value differs. As upstream's platformSetup, the first failure stops it and
+// is returned: the caller fails the start, since a proxy whose conntrack table is
+// smaller, or whose timeouts are other, than configured misbehaves under load without
+// saying why. A container without write access to /proc/sys needs the settings it
+// cannot apply zeroed (conntrack.maxPerCore: 0 and zero timeouts), as kind does.
 func ApplySysctls(ctx context.Context, env SysctlEnv, cfg SysctlConfig) error {
 	logger := klog.FromContext(ctx)
-	var errs []error
-	fail := func(err error) {
-		logger.Info("Warning: could not set conntrack parameter, continuing", "err", err)
-		errs = append(errs, err)
-	}
-
 	numCPU := 1
 	if env.NumCPU != nil {
 		numCPU = env.NumCPU()
@@ -102,41 +96,47 @@ func ApplySysctls(ctx context.Context, env SysctlEnv, cfg SysctlConfig) error {
 		if cur, err := env.Sysctl.Get(name); err != nil || cur < max {
 			logger.Info("Set sysctl", "entry", name, "value", max)
 			if err := env.Sysctl.Set(name, max); err != nil {
-				fail(fmt.Errorf("setting %s to %d: %w", name, max, err))
+				return fmt.Errorf("setting %s to %d: %w", name, max, err)
 			}
 		}
-		if hashsize, err := env.Hashsize.Get(); err != nil {
-			fail(fmt.Errorf("reading conntrack hashsize: %w", err))
-		} else if hashsize < max/4 {
+		hashsize, err := env.Hashsize.Get()
+		if err != nil {
+			return fmt.Errorf("reading conntrack hashsize: %w", err)
+		}
+		if hashsize < max/4 {
 			logger.Info("Setting conntrack hashsize", "conntrackHashsize", max/4)
 			if err := env.Hashsize.Set(max / 4); err != nil {
-				fail(fmt.Errorf("setting conntrack hashsize to %d: %w", max/4, err))
+				return fmt.Errorf("setting conntrack hashsize to %d: %w", max/4, err)
 			}
 		}
 	}
 
-	setInt := func(name string, value int) {
-		entry := netfilterPrefix + name
-		if cur, err := env.Sysctl.Get(entry); err == nil && cur == value {
-			return
-		}
-		logger.Info("Set sysctl", "entry", entry, "value", value)
-		if err := env.Sysctl.Set(entry, value); err != nil {
-			fail(fmt.Errorf("setting %s to %d: %w", entry, value, err))
-		}
+	type setting struct {
+		name  string
+		value int
 	}
-	setSeconds := func(name string, d time.Duration) {
+	var settings []setting
+	addSeconds := func(name string, d time.Duration) {
 		if d > 0 {
-			setInt(name, int(d/time.Second))
+			settings = append(settings, setting{name, int(d / time.Second)})
 		}
 	}
-	setSeconds("nf_conntrack_tcp_timeout_established", cfg.TCPEstablishedTimeout)
-	setSeconds("nf_conntrack_tcp_timeout_close_wait", cfg.TCPCloseWaitTimeout)
+	addSeconds("nf_conntrack_tcp_timeout_established", cfg.TCPEstablishedTimeout)
+	addSeconds("nf_conntrack_tcp_timeout_close_wait", cfg.TCPCloseWaitTimeout)
 	if cfg.TCPBeLiberal {
-		setInt("nf_conntrack_tcp_be_liberal", 1)
+		settings = append(settings, setting{"nf_conntrack_tcp_be_liberal", 1})
 	}
-	setSeconds("nf_conntrack_udp_timeout", cfg.UDPTimeout)
-	setSeconds("nf_conntrack_udp_timeout_stream", cfg.UDPStreamTimeout)
-
-	return errors.Join(errs...)
+	addSeconds("nf_conntrack_udp_timeout", cfg.UDPTimeout)
+	addSeconds("nf_conntrack_udp_timeout_stream", cfg.UDPStreamTimeout)
+	for _, st := range settings {
+		entry := netfilterPrefix + st.name
+		if cur, err := env.Sysctl.Get(entry); err == nil && cur == st.value {
+			continue
+		}
+		logger.Info("Set sysctl", "entry", entry, "value", st.value)
+		if err := env.Sysctl.Set(entry, st.value); err != nil {
+			return fmt.Errorf("setting %s to %d: %w", entry, st.value, err)
+		}
+	}
+	return nil
 }

@@ -328,7 +328,7 @@ func (f *Fake) DeleteChain(_ context.Context, table Table, chain Chain) error {
 // cmdError is the error of a failed single iptables command: it wraps an
 // exit status 1, as the real command's.
 func (f *Fake) cmdError(op string, table Table, chain Chain, err error) error {
-	return fmt.Errorf("%s %s %s -t %s: %w: %v", f.binary(""), op, chain, table, exitError(1), err)
+	return fmt.Errorf("%s %s %s -t %s: %w: %w", f.binary(""), op, chain, table, exitError(1), err)
 }
 
 // HasChain reports whether table holds chain.

@@ -129,9 +129,11 @@ func (f *FamilyMetrics) ObserveConntrackReconcile(d time.Duration) {
 	}
 }
 
-// AddConntrackDeletedEntries counts conntrack entries the reconciler deleted.
+// AddConntrackDeletedEntries counts conntrack entries the reconciler deleted. A
+// reconciliation that deleted none still creates the series (at 0), as upstream's
+// Add(0) does.
 func (f *FamilyMetrics) AddConntrackDeletedEntries(n int) {
-	if f != nil && n > 0 {
+	if f != nil && n >= 0 {
 		f.m.ReconcileConntrackFlowsDeletedEntriesTotal.WithLabelValues(f.family).Add(float64(n))
 	}
 }

@@ -46,7 +46,11 @@ func newMux(cfg *ServerConfig) http.Handler {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		if cfg.SetVerbosity != nil {
-			mux.HandleFunc("/debug/flags/v", verbosityHandler(cfg.SetVerbosity))
+			// As apiserver's routes.DebugFlags: an index of the settable flags at
+			// /debug/flags and below, and the setter at /debug/flags/v.
+			mux.HandleFunc("/debug/flags", debugFlagsIndex)
+			mux.HandleFunc("/debug/flags/", debugFlagsIndex)
+			mux.HandleFunc("/debug/flags/v", flagPutHandler(cfg.SetVerbosity))
 		}
 	}
 
@@ -150,24 +154,58 @@ func topLevelPaths(listed []string) []string {
 	return out
 }
 
-func verbosityHandler(set func(string) (string, error)) http.HandlerFunc {
+// debugFlagsIndex lists the flags settable under /debug/flags (only "v"), in the
+// HTML of apiserver's routes.DebugFlags.
+func debugFlagsIndex(w http.ResponseWriter, _ *http.Request) {
+	_, _ = io.WriteString(w, `<html>
+<head>
+<title>/debug/flags/</title>
+</head>
+<body>
+/debug/flags/<br>
+<br>
+flags:<br>
+<table>
+<tr>v<br>
+</table>
+<br>
+full flags configurable<br>
+</body>
+</html>
+`)
+}
+
+// maxFlagBody bounds a PUT /debug/flags/v body; a level is a few bytes.
+const maxFlagBody = 64 << 10
+
+// flagPutHandler is apiserver's routes.StringFlagPutHandler: PUT passes the body,
+// verbatim, to set and answers its message (200) or error (400) as a text/plain
+// line; any other method is 406.
+func flagPutHandler(set func(string) (string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPut {
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			writePlainText(w, http.StatusNotAcceptable, "unsupported http method")
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1024))
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxFlagBody))
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			writePlainText(w, http.StatusBadRequest, "error reading request body: "+err.Error())
 			return
 		}
-		msg, err := set(strings.TrimSpace(string(body)))
+		msg, err := set(string(body))
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			writePlainText(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		fmt.Fprint(w, msg)
+		writePlainText(w, http.StatusOK, msg)
 	}
+}
+
+func writePlainText(w http.ResponseWriter, code int, text string) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	fmt.Fprintln(w, text)
 }
 
 // sliMetrics is what component-base's /metrics/slis exposes for the healthz checks.

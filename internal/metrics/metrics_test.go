@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 )
@@ -281,15 +282,36 @@ func TestNilMetricsAreNoOps(t *testing.T) {
 	fm.SetLastSync(time.Now())
 }
 
-func TestNewRegistryHasRuntimeCollectors(t *testing.T) {
-	names := registeredNames(t, NewRegistry())
-	for _, want := range []string{"go_goroutines", "process_start_time_seconds", "go_sched_gomaxprocs_threads"} {
+func TestGathererMergesTheProcessWideRegistry(t *testing.T) {
+	own := NewRegistry()
+	m := New(own)
+	if err := m.Register(RegisterOptions{Mode: ModeNFTables}); err != nil {
+		t.Fatal(err)
+	}
+	m.ServiceChanged(1)
+	if names := registeredNames(t, own); slices.ContainsFunc(names, func(n string) bool {
+		return strings.HasPrefix(n, "go_") || strings.HasPrefix(n, "process_")
+	}) {
+		// They live in the process-wide registry; both having them fails the scrape.
+		t.Errorf("own registry has runtime collectors: %v", names)
+	}
+	shared := prometheus.NewRegistry()
+	shared.MustRegister(collectors.NewGoCollector())
+	g := NewGatherer(own, shared)
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	for _, want := range []string{"go_goroutines", "kubeproxy_sync_proxy_rules_service_changes_total"} {
 		if !slices.Contains(names, want) {
-			// process_* collectors need /proc; skip only that one where it is missing.
-			if strings.HasPrefix(want, "process_") {
-				continue
-			}
-			t.Errorf("registry lacks %s", want)
+			t.Errorf("merged gatherer lacks %s: %v", want, names)
 		}
+	}
+	if NewGatherer(own, nil) != prometheus.Gatherer(own) {
+		t.Error("NewGatherer(own, nil) is not own")
 	}
 }

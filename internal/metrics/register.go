@@ -34,10 +34,15 @@ type RegisterOptions struct {
 	// family (nftables mode with LocalhostNodePorts). nil leaves
 	// kubeproxy_nftables_localhost_nodeport_rejected_packets_total unregistered.
 	NFTablesCounters NFTablesCounterLister
+
+	// BuildInfo is reported by kubernetes_build_info (see CurrentBuildInfo); nil
+	// leaves it unregistered.
+	BuildInfo *BuildInfo
 }
 
 // Register registers the core metrics and those of opts.Mode into the Registerer
-// given to New, as upstream's RegisterMetrics does. It may succeed only once.
+// given to New, as upstream's RegisterMetrics does, and kubernetes_build_info when
+// opts.BuildInfo is set. It may succeed only once.
 func (m *Metrics) Register(opts RegisterOptions) error {
 	if m.registered {
 		return errors.New("metrics already registered")
@@ -96,6 +101,9 @@ func (m *Metrics) Register(opts RegisterOptions) error {
 			m.ReconcileConntrackFlowsDeletedEntriesTotal)
 	case ModeKernelspace:
 		cs = append(cs, m.WinKernelLBCreateFailure, m.WinKernelLBUpdateFailure, m.WinKernelLBDeleteFailure)
+	}
+	if opts.BuildInfo != nil {
+		cs = append(cs, newBuildInfoGauge(*opts.BuildInfo))
 	}
 	for _, c := range cs {
 		if err := m.reg.Register(c); err != nil {

@@ -47,10 +47,12 @@ type ServerConfig struct {
 	// EmulationVersion leaves its line blank, as upstream).
 	BinaryVersion    string
 	EmulationVersion string
-	// EnableProfiling serves /debug/pprof/* and, with SetVerbosity, /debug/flags/v.
+	// EnableProfiling serves /debug/pprof/* and, with SetVerbosity, /debug/flags
+	// (an index) and /debug/flags/v, as upstream does only with profiling on.
 	EnableProfiling bool
-	// SetVerbosity handles PUT /debug/flags/v (body: the new level); it returns the
-	// message to answer. nil leaves /debug/flags unserved.
+	// SetVerbosity handles PUT /debug/flags/v: it gets the body verbatim (the new
+	// level) and returns the message to answer (component-base's logs.GlogSetter in
+	// the daemon, as upstream). nil leaves /debug/flags unserved.
 	SetVerbosity func(level string) (string, error)
 	// StartTime is the process start, for /statusz and Process-Start-Time-Unix
 	// (time.Now() at NewServer if zero).
@@ -155,7 +157,10 @@ func ServeUntilDone(ctx context.Context, srv *http.Server, ln net.Listener) erro
 		if err := srv.Shutdown(shutdownCtx); err != nil {
 			_ = srv.Close()
 		}
-		<-errCh
+		// Serve returns http.ErrServerClosed once shut down; anything else failed before.
+		if err := <-errCh; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 		return nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,4 +189,63 @@ func TestBindFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func do(t *testing.T, h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	return rec
+}
+
+// TestDebugFlags pins /debug/flags to upstream's (apiserver's routes.DebugFlags with
+// StringFlagPutHandler, as kube-proxy v1.37.2 answers): served only with profiling.
+func TestDebugFlags(t *testing.T) {
+	var got []string
+	set := func(v string) (string, error) {
+		got = append(got, v)
+		if v != "3" {
+			return "", errors.New(`strconv.ParseUint: parsing "` + v + `": invalid syntax`)
+		}
+		return "successfully set klog.logging.verbosity to " + v, nil
+	}
+	cfg := ServerConfig{EnableProfiling: true, SetVerbosity: set}
+	h := NewServer(cfg).Handler()
+
+	index := "<html>\n<head>\n<title>/debug/flags/</title>\n</head>\n<body>\n/debug/flags/<br>\n<br>\nflags:<br>\n<table>\n<tr>v<br>\n</table>\n<br>\nfull flags configurable<br>\n</body>\n</html>\n"
+	for _, path := range []string{"/debug/flags", "/debug/flags/", "/debug/flags/x"} {
+		rec := do(t, h, http.MethodGet, path, "")
+		if rec.Code != 200 || rec.Body.String() != index || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" {
+			t.Errorf("GET %s = %d %q %q", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+		}
+	}
+	for _, tc := range []struct {
+		method, body string
+		code         int
+		answer       string
+	}{
+		{http.MethodPut, "3", 200, "successfully set klog.logging.verbosity to 3\n"},
+		{http.MethodPut, "abc", 400, "strconv.ParseUint: parsing \"abc\": invalid syntax\n"},
+		// The body goes to the setter verbatim, as upstream: a trailing newline fails.
+		{http.MethodPut, "3\n", 400, "strconv.ParseUint: parsing \"3\n\": invalid syntax\n"},
+		{http.MethodGet, "", 406, "unsupported http method\n"},
+		{http.MethodPost, "3", 406, "unsupported http method\n"},
+	} {
+		rec := do(t, h, tc.method, "/debug/flags/v", tc.body)
+		if rec.Code != tc.code || rec.Body.String() != tc.answer || rec.Header().Get("Content-Type") != "text/plain" {
+			t.Errorf("%s %q = %d %q %q, want %d %q", tc.method, tc.body, rec.Code,
+				rec.Header().Get("Content-Type"), rec.Body.String(), tc.code, tc.answer)
+		}
+	}
+	if want := []string{"3", "abc", "3\n"}; !slices.Equal(got, want) {
+		t.Errorf("setter got %q, want %q", got, want)
+	}
+
+	cfg.EnableProfiling = false
+	off := NewServer(cfg).Handler()
+	for _, path := range []string{"/debug/flags", "/debug/flags/v", "/debug/pprof/"} {
+		if rec := do(t, off, http.MethodPut, path, "3"); rec.Code != 404 {
+			t.Errorf("%s without profiling = %d, want 404", path, rec.Code)
+		}
+	}
 }

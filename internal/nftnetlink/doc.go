@@ -11,8 +11,8 @@
 //	err = ex.Run(ctx, tx)                      // one atomic netlink batch
 //	err = ex.Check(ctx, tx)                    // same batch, validated then aborted
 //
-// Executor implements knftables.Interface. ListAll lists the table's chain, set and
-// map names itself, by netlink dumps that never read set elements; the other List*
+// Executor implements knftables.Interface. ListAll lists the table's chain, set,
+// map and counter names itself, by netlink dumps that never read set elements; the other List*
 // methods are delegated to Options.Lister (typically the nft-binary
 // knftables.Interface) and fail without it.
 //
@@ -35,10 +35,13 @@
 // comment; "typeof" of concatenations of ip|ip6 saddr|daddr, th|tcp|udp|sctp
 // sport|dport, meta l4proto and numgen, with the userdata nft writes for it, see
 // typeof.go); add/create/delete element (concatenated keys, comment, verdict or
-// data values). Not supported (error): typeof of one expression,
+// data values); add/create/delete counter (named counters, optionally with
+// `{ packets N bytes M ; }`; adding an existing one keeps its value, as with nft).
+// Not supported (error): typeof of one expression,
 // handles/index/insert/replace, elements of named interval sets (nft merges them
 // with the set's current content), anonymous sets of concatenations,
-// inet/arp/bridge/netdev tables, flowtables, counters.
+// inet/arp/bridge/netdev tables, flowtables, other stateful objects (quotas,
+// limits, ...).
 //
 // Rule statements (rule.go): payload matches `ip|ip6 saddr|daddr [!=] addr|prefix|
 // { prefixes }|@set`, `th dport`, `meta l4proto`, concatenations of those with
@@ -46,7 +49,7 @@
 // [!=] Y`; `meta mark|mark set mark or|xor|and|| X`; `fib saddr|daddr type T`;
 // `iifname|oifname [!=] name|prefix*`; `numgen random mod N [offset O] [V]` as a
 // match, with `vmap { … }` or as the dnat map key; ranges `a-b` and anonymous
-// sets `{ a, b/len, c-d }` of one address selector; `update @set { key }`; `counter`;
+// sets `{ a, b/len, c-d }` of one address selector; `update @set { key }`; `counter`; `counter name "N"`;
 // `dnat [ip|ip6] to addr[:port]`, `dnat ip|ip6 addr . port to numgen random mod N
 // map { … }` and `dnat ip|ip6 addr . port to KEY map @map` (KEY a selector or a
 // concatenation, where `tcp|udp|sctp dport` adds nft's `meta l4proto` dependency

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
@@ -178,7 +176,6 @@ func (e *Executor) apply(ctx context.Context, texts iter.Seq[string], commit boo
 	if err != nil {
 		return err
 	}
-	tSend := time.Now()
 	bufs := b.buffers()
 	if len(bufs) > maxBatchChunks {
 		bufs = [][]byte{slices.Concat(bufs...)}
@@ -186,7 +183,6 @@ func (e *Executor) apply(ctx context.Context, texts iter.Seq[string], commit boo
 	if err := sock.sendBuffers(bufs); err != nil {
 		return fmt.Errorf("nftnetlink: %w", err)
 	}
-	fmt.Fprintln(os.Stderr, "TIMING send", time.Since(tSend), b.size())
 	return collectErrors(sock, b, func(ref commandRef) string { return commandAt(texts, ref) })
 }
 
@@ -288,7 +284,7 @@ func collectErrors(sock *socket, b *builder, commandText func(commandRef) string
 			if r.typ != unix.NLMSG_ERROR {
 				continue
 			}
-			code, seq := r.errno()
+			seq, code := r.errno()
 			if code == nil {
 				continue
 			}
@@ -330,7 +326,7 @@ func getSet(sock *socket, nfproto byte, table, name string) (*setInfo, error) {
 				continue
 			}
 			if r.typ == unix.NLMSG_ERROR {
-				if code, _ := r.errno(); code != nil {
+				if _, code := r.errno(); code != nil {
 					return nil, code
 				}
 				if info == nil {

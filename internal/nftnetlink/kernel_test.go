@@ -60,9 +60,12 @@ func TestEquivalentToNftVocabulary(t *testing.T) {
 		`masquerade`,
 		`snat to 10.0.0.9`,
 		`accept comment "with ; { } : , inside"`,
+		`counter name "k1" drop`,
+		`th dport 22 counter name k2 drop`,
 	}
 	var b strings.Builder
 	b.WriteString(vocabBase)
+	b.WriteString("add counter ip kube-proxy k1\nadd counter ip kube-proxy k2 { packets 5 bytes 300 ; }\nadd counter ip kube-proxy k3\n")
 	for _, r := range rules {
 		chain := "c1"
 		switch {
@@ -85,6 +88,8 @@ delete set ip kube-proxy spare
 flush chain ip kube-proxy c2
 delete chain ip kube-proxy filter-in
 add element ip kube-proxy sized { 443 }
+delete counter ip kube-proxy k3
+add counter ip kube-proxy k1
 `
 	compareScripts(t, knftables.IPv4Family, "kube-proxy", b.String(), delta+"delete map ip kube-proxy data\n", "flush table ip kube-proxy\n")
 }

@@ -13,19 +13,14 @@ type token struct {
 	quoted bool
 }
 
-// tokenize splits one knftables command line into words. knftables and the renderer
-// separate every operator with spaces ("{ a : b }", "a . b", " , "), so splitting on
-// blanks is exact; the one exception, element lists written "a, b", is handled by
-// splitting a trailing comma into its own token. Quoted strings are Go-quoted
-// (knftables writes them with %q) and are unquoted with strconv.
-func tokenize(line string) ([]token, error) {
-	return appendTokens(nil, line)
-}
-
-// appendTokens is tokenize appending to toks: the translator reuses one slice for
-// every line of a transaction (no token outlives its command), which saves the
-// ~100 MB of short-lived slices a full sync of 10,000 Services would otherwise
-// allocate and the collections they cost.
+// appendTokens splits one knftables command line into words, appended to toks.
+// knftables and the renderer separate every operator with spaces ("{ a : b }",
+// "a . b", " , "), so splitting on blanks is exact; the one exception, element lists
+// written "a, b", is handled by splitting a trailing comma into its own token. Quoted
+// strings are Go-quoted (knftables writes them with %q) and are unquoted with strconv.
+// The translator reuses one slice for every line of a transaction (no token outlives
+// its command), which saves the ~100 MB of short-lived slices a full sync of 10,000
+// Services would otherwise allocate and the collections they cost.
 func appendTokens(toks []token, line string) ([]token, error) {
 	for i := 0; i < len(line); {
 		c := line[i]

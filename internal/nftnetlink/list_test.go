@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestListAll lists a table's chains, named sets and maps by netlink (not its
-// anonymous sets, not another table's objects), and nothing for a missing table.
+// TestListAll lists a table's chains, named sets, maps and counters by netlink (not
+// its anonymous sets or other stateful objects, not another table's objects), and
+// nothing for a missing table.
 func TestListAll(t *testing.T) {
 	ns, ex := testExecutor(t)
 	ctx := context.Background()
@@ -24,7 +25,9 @@ func TestListAll(t *testing.T) {
 	}
 	script := vocabBase + extra.String() +
 		"add rule ip kube-proxy c1 ip daddr { 10.0.0.1, 10.0.0.2 } accept\n" +
-		"add table ip other\nadd chain ip other oc\nadd set ip other os { type ipv4_addr ; }\n"
+		"add counter ip kube-proxy k2\nadd counter ip kube-proxy k1 { packets 3 bytes 120 ; }\n" +
+		"add quota ip kube-proxy q1 { 100 mbytes }\n" +
+		"add table ip other\nadd chain ip other oc\nadd set ip other os { type ipv4_addr ; }\nadd counter ip other ok\n"
 	if out, err := nftIn(ns, script, "-f", "-"); err != nil {
 		t.Fatalf("loading the tables: %v\n%s", err, out)
 	}
@@ -48,5 +51,9 @@ func TestListAll(t *testing.T) {
 	}
 	if want := []string{"data", "m2"}; !slices.Equal(got["map"], want) {
 		t.Errorf("maps = %v, want %v", got["map"], want)
+	}
+	// Named counters, not the other stateful objects or another table's.
+	if want := []string{"k1", "k2"}; !slices.Equal(got["counter"], want) {
+		t.Errorf("counters = %v, want %v", got["counter"], want)
 	}
 }

@@ -112,6 +112,16 @@ func (rc *ruleCompiler) statement() error {
 		return nil
 	case "counter":
 		c.next()
+		if c.accept("name") {
+			// A named counter: nft's objref expression. The name is sent
+			// NUL-terminated, as nft does.
+			name, err := c.quotedOrWord("counter name")
+			if err != nil {
+				return err
+			}
+			rc.emit(&expr.Objref{Type: nftObjectCounter, Name: name + "\x00"})
+			return nil
+		}
 		rc.emit(&expr.Counter{})
 		return nil
 	case "accept", "drop", "return", "continue", "jump", "goto":

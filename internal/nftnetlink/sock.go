@@ -107,18 +107,18 @@ type nlReply struct {
 	data  []byte // after the netlink header
 }
 
-// errno returns the error of an NLMSG_ERROR reply (nil for an ack) and the
-// sequence number of the request it answers.
-func (r nlReply) errno() (error, uint32) {
+// errno returns the sequence number of the request an NLMSG_ERROR reply answers and
+// its error (nil for an ack).
+func (r nlReply) errno() (uint32, error) {
 	if len(r.data) < 4+unix.NLMSG_HDRLEN {
-		return fmt.Errorf("short netlink error message"), r.seq
+		return r.seq, errors.New("short netlink error message")
 	}
 	code := int32(binary.NativeEndian.Uint32(r.data))
 	seq := binary.NativeEndian.Uint32(r.data[4+8:])
 	if code == 0 {
-		return nil, seq
+		return seq, nil
 	}
-	return syscall.Errno(-code), seq
+	return seq, syscall.Errno(-code)
 }
 
 // recv reads the replies of one datagram; with wait false it returns (nil, nil)

@@ -55,7 +55,10 @@ func newHarness(t *testing.T, minInterval, retryInterval, maxInterval time.Durat
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-h.done:
+		case err := <-h.done:
+			if err != nil {
+				t.Errorf("Loop returned %v after cancel, want nil", err)
+			}
 		case <-time.After(waitBound):
 			t.Errorf("Loop did not return after cancel")
 		}

@@ -173,10 +173,9 @@ func (l *Lab) waitReady(ctx context.Context, p *Process, check func(context.Cont
 		}
 		select {
 		case <-p.Done():
-			_, werr := p.Exited()
-			return fmt.Errorf("%s exited (%v) before ready; log tail:\n%s", p.Name, werr, p.LogTail(30))
+			return fmt.Errorf("%s exited (%w) before ready; log tail:\n%s", p.Name, p.ExitReason(), p.LogTail(30))
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s (last error: %v); log tail:\n%s", p.Name, l.Options.ReadyTimeout, last, p.LogTail(30))
+			return fmt.Errorf("%s not ready after %s (last error: %w); log tail:\n%s", p.Name, l.Options.ReadyTimeout, last, p.LogTail(30))
 		case <-tick.C:
 		}
 	}

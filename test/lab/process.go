@@ -70,6 +70,19 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// ExitReason is why the process stopped, for errors that wrap it: its wait error (an
+// *exec.ExitError for a non-zero status or a signal), or errExitStatus0 when it exited
+// with status 0. It is nil while the process runs.
+func (p *Process) ExitReason() error {
+	done, err := p.Exited()
+	if done && err == nil {
+		return errExitStatus0
+	}
+	return err
+}
+
+var errExitStatus0 = errors.New("exit status 0")
+
 // Signal sends sig to the process group.
 func (p *Process) Signal(sig syscall.Signal) error {
 	err := syscall.Kill(-p.Pid(), sig)

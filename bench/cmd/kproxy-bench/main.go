@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -141,7 +142,7 @@ func run(cfg bench.Config, keep bool, outDir string, updateReadme bool, readmePa
 	l := lab.New(opts)
 	defer func() {
 		if cerr := l.Close(); cerr != nil {
-			err = fmt.Errorf("%w; teardown: %v", err, cerr)
+			err = errors.Join(err, fmt.Errorf("teardown: %w", cerr))
 		}
 	}()
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)

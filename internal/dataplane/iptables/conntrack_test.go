@@ -3,7 +3,6 @@ package iptables
 import (
 	"context"
 	"errors"
-	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"net"
 	"slices"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/iptables"
 )
 

@@ -2,12 +2,12 @@ package iptables
 
 import (
 	"context"
-	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/iptables"
 )
 

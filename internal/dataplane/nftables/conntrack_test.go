@@ -3,7 +3,6 @@ package nftables
 import (
 	"context"
 	"errors"
-	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"net"
 	"slices"
 	"testing"
@@ -11,6 +10,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 )
 
 // udpFlow is a UDP conntrack entry from client to frontend, DNATed to endpoint.

@@ -17,4 +17,7 @@
 //     stay unapplied past the health timeout.
 //   - Sync must be called from one goroutine (the sync runner). SetServiceCIDRs may be
 //     called from any goroutine.
+//   - Config.AfterSync, when set, is called on that goroutine after every Sync that
+//     succeeded (also when there was nothing to write), never after a failed one; the
+//     localhost NodePort listeners (internal/localnodeports) follow the model with it.
 package nftables

@@ -1,11 +1,11 @@
 package nftables
 
 import (
-	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/testing/nfttrace"
 )
 

@@ -3,7 +3,6 @@ package nftables
 import (
 	"context"
 	"errors"
-	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"net/netip"
 	"slices"
 	"strings"
@@ -13,11 +12,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/conntrack"
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
@@ -194,9 +193,3 @@ func (f *fixture) histogram(name string, labels map[string]string) (uint64, floa
 }
 
 var ipv4Label = map[string]string{"ip_family": "IPv4"}
-
-// API object builders.
-
-func spName(ns, name, port string, proto v1.Protocol) model.ServicePortName {
-	return model.ServicePortName{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}, Port: port, Protocol: proto}
-}

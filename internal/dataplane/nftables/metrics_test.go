@@ -2,11 +2,12 @@ package nftables
 
 import (
 	"context"
-	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 )
 
 func TestNetworkProgrammingDuration(t *testing.T) {

@@ -66,6 +66,12 @@ type Config struct {
 	FullSync func() (done func())
 	// Clock defaults to the real clock.
 	Clock clock.PassiveClock
+	// AfterSync, when set, is called on the Sync goroutine after every Sync that
+	// succeeded (one with nothing to write too), with whether it was a full sync and
+	// the ServicePorts it applied as changed or deleted: for parts that follow the
+	// applied model, such as the localhost NodePort listeners
+	// (internal/localnodeports), which upstream syncs after each successful sync.
+	AfterSync func(ctx context.Context, full bool, changed, deleted []model.ServicePortName)
 }
 
 // Proxier programs one IP family; see the package documentation.
@@ -145,6 +151,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	full := p.applied == nil || start.Sub(p.lastFullSync) >= p.cfg.FullSyncPeriod
 	if !full && !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0 {
 		p.followUp.Succeeded(ctx, update, start, false)
+		p.afterSync(ctx, false, update.Changed, update.Deleted)
 		return nil
 	}
 
@@ -216,7 +223,14 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	logger.V(2).Info("Synced nftables rules", "full", full, "changed", len(update.Changed), "deleted", len(update.Deleted),
 		"operations", ops, "elapsed", p.cfg.Clock.Since(start))
 	p.followUp.Succeeded(ctx, update, start, full)
+	p.afterSync(ctx, full, update.Changed, update.Deleted)
 	return nil
+}
+
+func (p *Proxier) afterSync(ctx context.Context, full bool, changed, deleted []model.ServicePortName) {
+	if p.cfg.AfterSync != nil {
+		p.cfg.AfterSync(ctx, full, changed, deleted)
+	}
 }
 
 // ScriptRunner is implemented by writers that apply a sequence of nft command texts
@@ -243,7 +257,7 @@ func (p *Proxier) existingObjects(ctx context.Context) *render.Existing {
 		klog.FromContext(ctx).Error(err, "Failed to list the kube-proxy table; replacing it, which resets session affinity", "ipFamily", p.cfg.Family)
 		return nil
 	}
-	return &render.Existing{Chains: all["chain"], Sets: all["set"], Maps: all["map"]}
+	return &render.Existing{Chains: all["chain"], Sets: all["set"], Maps: all["map"], Counters: all["counter"]}
 }
 
 // fullSyncRunner returns the function that writes the full sync of st, counting

@@ -3,8 +3,6 @@ package nftables
 import (
 	"context"
 	"errors"
-	"github.com/kproxy/kproxy/internal/dataplane/dptest"
-	"k8s.io/client-go/tools/events"
 	"net/netip"
 	"strings"
 	"testing"
@@ -12,7 +10,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 )
 
 // addStandardServices feeds the model a TCP ClusterIP Service, a UDP ClusterIP

@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/knftables"
@@ -76,7 +77,19 @@ func RenderBase(cfg *Config) Fragment {
 	if cfg.NodePortAddresses.All {
 		nodePortMatch = cfg.matchNotLocalhost()
 	}
-	regular(chainNodePortEndpointsChk, Rule{Text: nodePortMatch + " meta l4proto . th dport vmap @" + mapNoEndpointNodePorts})
+	nodePortChecks := []Rule{{Text: nodePortMatch + " meta l4proto . th dport vmap @" + mapNoEndpointNodePorts}}
+	rejected := cfg.LocalhostNodePorts.RejectedProtocols()
+	if len(rejected) > 0 {
+		// Localhost NodePorts of the protocols nothing serves on loopback are
+		// rejected and counted, as upstream (loopback is never DNATed).
+		nodePortChecks = append(nodePortChecks, Rule{Text: cfg.matchLocalhost() + " meta l4proto . th dport vmap @" + mapLocalhostNodePortReject})
+		for _, p := range rejected {
+			counter := LocalhostNodePortRejectedCounter(p)
+			f.Counters = append(f.Counters, Counter{Name: counter})
+			regular(localhostNodePortRejectChain(p), Rule{Text: "counter name " + strconv.Quote(counter) + " reject"})
+		}
+	}
+	regular(chainNodePortEndpointsChk, nodePortChecks...)
 	regular(chainFirewallCheck, Rule{Text: ipX + " daddr . meta l4proto . th dport vmap @" + mapFirewallIPs})
 
 	var services []Rule
@@ -124,6 +137,9 @@ func RenderBase(cfg *Config) Fragment {
 	vmap(mapNoEndpointServices, addr+" . inet_proto . inet_service : verdict", "vmap to drop or reject packets to services with no endpoints")
 	vmap(mapServiceIPs, addr+" . inet_proto . inet_service : verdict", "ClusterIP, ExternalIP and LoadBalancer IP traffic")
 	vmap(mapServiceNodePorts, "inet_proto . inet_service : verdict", "NodePort traffic")
+	if len(rejected) > 0 {
+		vmap(mapLocalhostNodePortReject, "inet_proto . inet_service : verdict", "localhost NodePorts rejected by kube-proxy")
+	}
 
 	sortFragment(&f)
 	return f

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 )
 
@@ -79,6 +80,47 @@ type Config struct {
 	// Service's loadBalancerSourceRanges contain it, traffic from the LB VIPs
 	// themselves is allowed too, as upstream does.
 	NodeIP netip.Addr
+	// LocalhostNodePorts is upstream's handling of NodePort traffic to loopback
+	// under the KubeProxyNFTablesLocalhostNodePorts feature gate; the zero value
+	// (gate off) renders nothing for it.
+	LocalhostNodePorts LocalhostNodePorts
+}
+
+// LocalhostNodePorts configures upstream's localhost NodePorts (KEP-6032, the
+// alpha KubeProxyNFTablesLocalhostNodePorts feature gate). NodePorts are never
+// DNATed on loopback; with the gate on, new connections from the node to a
+// loopback address and a NodePort of a protocol nothing serves there are rejected
+// (filter input, localhost-nodeport-reject-ports) and counted in the named
+// counters localhost-nodeport-rejected-<protocol>, as upstream.
+type LocalhostNodePorts struct {
+	// Enabled is the feature gate. Without Proxied every protocol is rejected.
+	Enabled bool
+	// Proxied says that a userspace proxy (internal/localnodeports) serves TCP
+	// NodePorts on loopback, because nodePortAddresses explicitly includes loopback
+	// for this family: only UDP and SCTP are rejected then.
+	Proxied bool
+}
+
+// LocalhostNodePortRejectableProtocols are the protocols whose localhost NodePort
+// traffic may be rejected and counted, in upstream's order.
+var LocalhostNodePortRejectableProtocols = []v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP}
+
+// RejectedProtocols returns the protocols whose localhost NodePort traffic is
+// rejected and counted (nil when the gate is off), as upstream's
+// localhostNodePortRejectProtocols.
+func (l LocalhostNodePorts) RejectedProtocols() []v1.Protocol {
+	switch {
+	case !l.Enabled:
+		return nil
+	case l.Proxied:
+		return []v1.Protocol{v1.ProtocolUDP, v1.ProtocolSCTP}
+	}
+	return LocalhostNodePortRejectableProtocols
+}
+
+// rejects reports whether localhost NodePort traffic of protocol is rejected.
+func (l LocalhostNodePorts) rejects(protocol v1.Protocol) bool {
+	return l.Enabled && (!l.Proxied || protocol != v1.ProtocolTCP)
 }
 
 // DefaultEndpointRulesMax bounds the rule walk of a new connection to a Service while
@@ -130,6 +172,9 @@ func (c *Config) Validate() error {
 		if !c.hasFamily(p.Addr()) {
 			return fmt.Errorf("service CIDR %s is not of family %s", p, c.Family)
 		}
+	}
+	if c.LocalhostNodePorts.Proxied && !c.LocalhostNodePorts.Enabled {
+		return fmt.Errorf("localhost NodePorts: Proxied needs Enabled (the feature gate)")
 	}
 	return nil
 }

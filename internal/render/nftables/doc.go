@@ -121,9 +121,16 @@
 // sharing a backend share a hairpin entry), so an element goes only with its last
 // claimant.
 //
-// # Not covered (yet)
+// # Localhost NodePorts
 //
-// Upstream's localhost NodePort handling (localhost-nodeport-reject-ports map and
-// counters, the userspace localhost NodePort proxy) is not rendered: NodePorts are
-// never served on loopback (as upstream without that feature).
+// NodePorts are never DNATed on loopback. With Config.LocalhostNodePorts (upstream's
+// KubeProxyNFTablesLocalhostNodePorts gate) the base fragment adds, as upstream, the
+// named counters localhost-nodeport-rejected-<proto> (Fragment.Counters), a chain
+// localhost-nodeport-reject-<proto> per rejected protocol ("counter name ...
+// reject"), the map localhost-nodeport-reject-ports and a second rule in
+// nodeport-endpoints-check sending loopback destinations through it; every NodePort
+// of a rejected protocol adds its element. TCP is rejected only when no userspace
+// proxy (internal/localnodeports) serves it. Counters are added before the rules
+// naming them and deleted after; a refresh keeps their values and deletes those of
+// Existing.Counters it no longer renders.
 package nftables

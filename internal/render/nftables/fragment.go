@@ -18,6 +18,15 @@ type Fragment struct {
 	Chains     []Chain
 	Containers []Container
 	Elements   []Element
+	// Counters are named counters (only the base fragment has any: the localhost
+	// NodePort reject counters).
+	Counters []Counter
+}
+
+// Counter is a named nftables counter owned by a fragment. Rules name it with
+// "counter name \"<name>\"".
+type Counter struct {
+	Name string
 }
 
 // Chain is a chain owned by a fragment. Hook is nil for regular chains.
@@ -81,7 +90,8 @@ func (f *Fragment) Equal(g *Fragment) bool {
 		return f == g
 	}
 	return slices.EqualFunc(f.Chains, g.Chains, func(a, b Chain) bool { return equalChain(&a, &b) }) &&
-		slices.Equal(f.Containers, g.Containers) && slices.Equal(f.Elements, g.Elements)
+		slices.Equal(f.Containers, g.Containers) && slices.Equal(f.Elements, g.Elements) &&
+		slices.Equal(f.Counters, g.Counters)
 }
 
 func equalChain(a, b *Chain) bool {
@@ -101,6 +111,7 @@ func sortFragment(f *Fragment) {
 	slices.SortFunc(f.Containers, func(a, b Container) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(f.Elements, compareElements)
 	f.Elements = slices.CompactFunc(f.Elements, func(a, b Element) bool { return a == b })
+	slices.SortFunc(f.Counters, func(a, b Counter) int { return strings.Compare(a.Name, b.Name) })
 }
 
 func compareElements(a, b Element) int {
@@ -173,3 +184,5 @@ func (e *Element) object(withValue bool) *knftables.Element {
 	}
 	return el
 }
+
+func (c *Counter) object() *knftables.Counter { return &knftables.Counter{Name: c.Name} }

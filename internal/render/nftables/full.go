@@ -19,8 +19,9 @@ func WriteFull(tx *knftables.Transaction, s *State) { s.writeFull(tx, nil) }
 // holds existing, equal to s while keeping it: every chain of s is created or
 // flushed, every set and map created or flushed, except the dynamic sets of session
 // affinity, which keep what the packet path stored (as upstream keeps them); then
-// every rule and element is written, and the chains, sets and maps of existing
-// that s lacks are deleted. The kernel refuses it when an existing object's
+// every rule and element is written, and the chains, sets, maps and named counters
+// of existing that s lacks are deleted (counters that s has are added again, which
+// keeps their values). The kernel refuses it when an existing object's
 // definition differs from s's (a base chain's hook, a set's type): then use
 // WriteFull.
 func WriteRefresh(tx *knftables.Transaction, s *State, existing *Existing) {
@@ -53,14 +54,18 @@ func (s *State) writeFull(tx *knftables.Transaction, existing *Existing) {
 			tx.Delete(&knftables.Chain{Name: op.name})
 		case opDeleteContainer:
 			tx.Delete(namedContainer(op.name, op.isMap))
+		case opAddCounter:
+			tx.Add(op.counter.object())
+		case opDeleteCounter:
+			tx.Delete(&knftables.Counter{Name: op.name})
 		}
 	})
 }
 
-// Existing names the chains, sets and maps the kube-proxy table holds, for
-// WriteRefresh and RefreshScript.
+// Existing names the chains, sets, maps and named counters the kube-proxy table
+// holds, for WriteRefresh and RefreshScript.
 type Existing struct {
-	Chains, Sets, Maps []string
+	Chains, Sets, Maps, Counters []string
 }
 
 func namedContainer(name string, isMap bool) knftables.Object {
@@ -78,6 +83,7 @@ type fullOp struct {
 	chain     *Chain
 	rule      *Rule
 	container *Container
+	counter   *Counter
 	id        elementID
 	claim     claim
 	// name (and isMap) name the object of flush and delete operations.
@@ -98,6 +104,8 @@ const (
 	opFlushContainer
 	opDeleteChain
 	opDeleteContainer
+	opAddCounter
+	opDeleteCounter
 )
 
 // fullOps calls emit with every operation of the full sync of s, in order: the
@@ -124,7 +132,8 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 	}
 	// Objects first, then the rules and elements that reference them. Shared
 	// containers are declared by several fragments and added once.
-	added := make(map[string]bool)      // containers
+	added := make(map[string]bool) // containers
+	addedCounters := make(map[string]bool)
 	keptChains := make(map[string]bool) // existing chains that s renders
 	for _, f := range frags {
 		for i := range f.Chains {
@@ -143,6 +152,13 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 				if hadSet[c.Name] && c.Timeout == 0 {
 					emit(fullOp{kind: opFlushContainer, name: c.Name, isMap: c.IsMap})
 				}
+			}
+		}
+		// Adding an existing counter keeps its value (as upstream's syncs do).
+		for i := range f.Counters {
+			if c := &f.Counters[i]; !addedCounters[c.Name] {
+				addedCounters[c.Name] = true
+				emit(fullOp{kind: opAddCounter, counter: c})
 			}
 		}
 	}
@@ -216,6 +232,12 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 	}
 	for _, n := range staleChains {
 		emit(fullOp{kind: opDeleteChain, name: n})
+	}
+	// Counters last: only rules of chains flushed above referred to them.
+	for _, n := range existing.Counters {
+		if !addedCounters[n] {
+			emit(fullOp{kind: opDeleteCounter, name: n})
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
@@ -40,7 +41,25 @@ const (
 	mapNoEndpointServices  = "no-endpoint-services"
 	mapNoEndpointNodePorts = "no-endpoint-nodeports"
 	mapFirewallIPs         = "firewall-ips"
+
+	// Localhost NodePorts (Config.LocalhostNodePorts), upstream's names.
+	mapLocalhostNodePortReject          = "localhost-nodeport-reject-ports"
+	prefixLocalhostNodePortRejectChain  = "localhost-nodeport-reject-"
+	prefixLocalhostNodePortRejectedCntr = "localhost-nodeport-rejected-"
 )
+
+// localhostNodePortRejectChain names the chain that counts and rejects localhost
+// NodePort traffic of protocol ("localhost-nodeport-reject-udp").
+func localhostNodePortRejectChain(protocol v1.Protocol) string {
+	return prefixLocalhostNodePortRejectChain + strings.ToLower(string(protocol))
+}
+
+// LocalhostNodePortRejectedCounter names the nftables counter of the rejected
+// localhost NodePort packets of protocol ("localhost-nodeport-rejected-udp"), which
+// kubeproxy_nftables_localhost_nodeport_rejected_packets_total reports.
+func LocalhostNodePortRejectedCounter(protocol v1.Protocol) string {
+	return prefixLocalhostNodePortRejectedCntr + strings.ToLower(string(protocol))
+}
 
 // Prefixes of per-service object names.
 const (

@@ -34,10 +34,10 @@ type Plan struct {
 // updates replaces its ServicePort's fragment (a nil fragment removes the
 // ServicePort). Unchanged fragments cost nothing; pass only what changed.
 //
-// Order in the transaction: new chains and sets; rewritten chains (flush + rules);
-// element deletions; element additions; deletion of chains and then of sets no
-// longer used. So chains exist before anything references them, and are deleted
-// only after every reference to them is gone.
+// Order in the transaction: new named counters, chains and sets; rewritten chains
+// (flush + rules); element deletions; element additions; deletion of chains, then of
+// counters and sets no longer used. So objects exist before anything references
+// them, and are deleted only after every reference to them is gone.
 func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[model.ServicePortName]*Fragment, opts PlanOptions) *Plan {
 	p := &Plan{updates: updates, claims: make(map[elementID][]claimRef)}
 	type pair struct{ old, new *Fragment }
@@ -93,6 +93,30 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 	chainOrder = slices.Compact(chainOrder)
 	slices.Sort(setOrder)
 	setOrder = slices.Compact(setOrder)
+	// Named counters (the base fragment's): added before the rules naming them,
+	// deleted once the chains whose rules named them are flushed.
+	oldCounters, newCounters := map[string]bool{}, map[string]bool{}
+	var counterOrder []string
+	for _, pr := range pairs {
+		for _, f := range []struct {
+			frag *Fragment
+			set  map[string]bool
+		}{{pr.old, oldCounters}, {pr.new, newCounters}} {
+			if f.frag != nil {
+				for _, c := range f.frag.Counters {
+					f.set[c.Name] = true
+					counterOrder = append(counterOrder, c.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(counterOrder)
+	counterOrder = slices.Compact(counterOrder)
+	for _, name := range counterOrder {
+		if newCounters[name] && !oldCounters[name] {
+			tx.Add(&knftables.Counter{Name: name})
+		}
+	}
 
 	// 1. Create new chains and containers (a base chain whose hook changed is
 	// recreated: hooks cannot be modified in place).
@@ -216,6 +240,11 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 	} else {
 		for _, name := range stale {
 			tx.Delete(&knftables.Chain{Name: name})
+		}
+	}
+	for _, name := range counterOrder {
+		if oldCounters[name] && !newCounters[name] {
+			tx.Delete(&knftables.Counter{Name: name})
 		}
 	}
 	for _, name := range setOrder {

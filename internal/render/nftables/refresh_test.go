@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/knftables"
 )
 
-// existingOf lists the chains, sets and maps of st, as a listing of the kernel
+// existingOf lists the chains, sets, maps and counters of st, as a listing of the kernel
 // after st was programmed would, plus the extra names.
 func existingOf(st *State, extraChains, extraSets, extraMaps []string) *Existing {
 	ex := &Existing{Chains: slices.Clone(extraChains), Sets: slices.Clone(extraSets), Maps: slices.Clone(extraMaps)}
@@ -18,6 +18,9 @@ func existingOf(st *State, extraChains, extraSets, extraMaps []string) *Existing
 	add := func(f *Fragment) {
 		for _, c := range f.Chains {
 			ex.Chains = append(ex.Chains, c.Name)
+		}
+		for _, c := range f.Counters {
+			ex.Counters = append(ex.Counters, c.Name)
 		}
 		for _, c := range f.Containers {
 			if seen[c.Name] {
@@ -73,6 +76,7 @@ func TestRefreshScriptIsWriteRefreshText(t *testing.T) {
 		cfg, views := c.build()
 		st := renderAll(cfg, views...)
 		existing := existingOf(st, []string{"stale-chain"}, []string{"stale-set"}, []string{"stale-map"})
+		existing.Counters = append(existing.Counters, "stale-counter")
 		tx := knftables.NewFake(cfg.Family, TableName).NewTransaction()
 		WriteRefresh(tx, st, existing)
 		var got strings.Builder

@@ -171,6 +171,15 @@ func ruleRenderCases() []renderCase {
 				view(aff, ep("fd10::3", 53, false)),
 			}
 		}},
+		{name: "localhost nodeports", family: v4,
+			config: func(c *Config) { c.LocalhostNodePorts = LocalhostNodePorts{Enabled: true} },
+			views:  func() []*model.ServicePortView { return localhostNodePortViews(v4) }},
+		{name: "localhost nodeports proxied", family: v4,
+			config: func(c *Config) { c.LocalhostNodePorts = LocalhostNodePorts{Enabled: true, Proxied: true} },
+			views:  func() []*model.ServicePortView { return localhostNodePortViews(v4) }},
+		{name: "localhost nodeports ipv6", family: v6,
+			config: func(c *Config) { c.LocalhostNodePorts = LocalhostNodePorts{Enabled: true, Proxied: true} },
+			views:  func() []*model.ServicePortView { return localhostNodePortViews(v6) }},
 	}
 }
 
@@ -229,6 +238,7 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.LocalDetector = LocalDetector{Mode: DetectBridgeInterface, BridgeInterface: "a b"} },
 		func(c *Config) { c.LocalDetector = LocalDetector{Mode: "Nope"} },
 		func(c *Config) { c.ServiceCIDRs = prefixes("fd00::/64") },
+		func(c *Config) { c.LocalhostNodePorts = LocalhostNodePorts{Proxied: true} },
 	}
 	for i, mutate := range bad {
 		cfg := testConfig(knftables.IPv4Family)

@@ -99,6 +99,10 @@ func (w *scriptWriter) write(op fullOp) {
 		w.line(containerVerb("flush", op.isMap), op.name)
 	case opDeleteContainer:
 		w.line(containerVerb("delete", op.isMap), op.name)
+	case opAddCounter:
+		w.line("add counter", op.counter.Name)
+	case opDeleteCounter:
+		w.line("delete counter", op.name)
 	}
 }
 

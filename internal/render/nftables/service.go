@@ -146,6 +146,10 @@ func (r *serviceRenderer) render() {
 		if !hasExternal {
 			r.element(mapNoEndpointNodePorts, key, externalVerdict, true)
 		}
+		// Whether or not the Service has endpoints, as upstream.
+		if cfg.LocalhostNodePorts.rejects(sp.Protocol) {
+			r.element(mapLocalhostNodePortReject, key, "goto "+localhostNodePortRejectChain(sp.Protocol), false)
+		}
 	}
 
 	if usesExternalChain {

@@ -48,8 +48,11 @@ func TestHealthMetricsAndMode(t *testing.T) {
 	}
 	err = p.WaitFor(ctx, "the first sync of both families in /metrics", 20*time.Second, func(ctx context.Context) error {
 		code, body, err = p.Get(ctx, proxytest.MetricsURL)
-		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("GET /metrics: %d %v", code, err)
+		if err != nil {
+			return fmt.Errorf("GET /metrics: %w", err)
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("GET /metrics: status %d", code)
 		}
 		for _, w := range want {
 			if !strings.Contains(body, w) {

@@ -4,12 +4,11 @@
 package daemon
 
 import (
+	"context"
 	"os"
 	"sync"
 	"testing"
 	"time"
-
-	"context"
 
 	"github.com/kproxy/kproxy/test/e2e/proxytest"
 	"github.com/kproxy/kproxy/test/lab/labtest"

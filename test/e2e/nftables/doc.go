@@ -7,9 +7,11 @@
 // --init-only, switching the mode on restart).
 //
 // The suite runs against either mode with one parameter: $KPROXY_E2E_MODE is
-// nftables (the default) or iptables. Where upstream's two modes behave differently,
+// nftables (the default), iptables, or default (the configuration file leaves the
+// mode blank, as kubeadm's ConfigMap does, which is iptables mode). Where upstream's two modes behave differently,
 // the test checks each mode's own behaviour and says so: the default
-// nodePortAddresses, localhost NodePorts and the canary (iptables mode only), the
+// nodePortAddresses, localhost NodePorts (iptables mode; nftables mode only with
+// its alpha feature gate) and the canary (iptables mode only), the
 // ServiceCIDR and unknown-port checks (nftables mode only, skipped with the reason in
 // iptables mode).
 //

@@ -68,8 +68,11 @@ func TestLocalhostNodePorts(t *testing.T) {
 	// and the INVALID-drop counter is exported beside it.
 	err = p.WaitFor(ctx, "the nfacct packet counters in /metrics", 10*time.Second, func(ctx context.Context) error {
 		code, body, err := p.Get(ctx, proxytest.MetricsURL)
-		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("GET /metrics: %d %v", code, err)
+		if err != nil {
+			return fmt.Errorf("GET /metrics: %w", err)
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("GET /metrics: status %d", code)
 		}
 		if !strings.Contains(body, "\nkubeproxy_iptables_ct_state_invalid_dropped_packets_total ") {
 			return errors.New("/metrics lacks kubeproxy_iptables_ct_state_invalid_dropped_packets_total")
@@ -126,7 +129,7 @@ func TestCanary(t *testing.T) {
 			for _, fam := range lab.Families {
 				for _, table := range []string{"mangle", "nat", "filter"} {
 					if out, err := l.Node1.NS.Run(ctx, iptablesCmd(fam, ""), "-w", "5", "-t", table, "-S", "KUBE-PROXY-CANARY"); err != nil {
-						return fmt.Errorf("%s %s: %v %s", fam, table, err, out)
+						return fmt.Errorf("%s %s: %w %s", fam, table, err, out)
 					}
 				}
 			}

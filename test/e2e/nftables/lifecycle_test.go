@@ -3,6 +3,7 @@ package nftables
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -90,9 +91,13 @@ func TestLifecycle(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if got, err := roundTrip(c, "before"); err != nil || got != "echo before" {
+			got, err := roundTrip(c, "before")
+			if err == nil && got != "echo before" {
+				err = fmt.Errorf("got %q", got)
+			}
+			if err != nil {
 				c.Close()
-				return fmt.Errorf("echo: %q %v", got, err)
+				return fmt.Errorf("echo: %w", err)
 			}
 			conns[fam] = c
 			return nil
@@ -160,18 +165,10 @@ func runProxyCommand(ctx context.Context, l *lab.Lab, p *proxytest.Proxy, args .
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if ctx.Err() != nil && err != nil && !errorsAs(err, &ee) {
+	if ctx.Err() != nil && err != nil && !errors.As(err, &ee) {
 		return string(out), fmt.Errorf("%w (bound: 60s)", err)
 	}
 	return string(out), err
-}
-
-func errorsAs(err error, target **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	if ok {
-		*target = e
-	}
-	return ok
 }
 
 // restoreSharedProxy starts a shared proxy with the default options again.

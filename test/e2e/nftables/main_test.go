@@ -13,21 +13,32 @@ import (
 	"github.com/kproxy/kproxy/test/lab/labtest"
 )
 
-// ModeEnv selects the proxy mode the suite runs against: nftables (the default) or
-// iptables.
+// ModeEnv selects the proxy mode the suite runs against: nftables (the default),
+// iptables, or default: a blank mode in the configuration file (kubeadm's ConfigMap),
+// which is iptables mode, as upstream.
 const ModeEnv = "KPROXY_E2E_MODE"
 
 // The modes the suite knows.
 const (
 	modeNFTables = "nftables"
 	modeIPTables = "iptables"
+	modeDefault  = "default"
 )
 
-func proxyMode() string {
+// configuredMode is the suite's ModeEnv value.
+func configuredMode() string {
 	if m := os.Getenv(ModeEnv); m != "" {
 		return m
 	}
 	return modeNFTables
+}
+
+// proxyMode is the mode the proxy runs in (a blank mode runs iptables mode).
+func proxyMode() string {
+	if configuredMode() == modeDefault {
+		return modeIPTables
+	}
+	return configuredMode()
 }
 
 // iptablesMode reports whether the suite runs against the iptables mode.
@@ -44,8 +55,8 @@ func otherMode() string {
 var suite = &labtest.Suite{}
 
 func TestMain(m *testing.M) {
-	if m := proxyMode(); m != modeNFTables && m != modeIPTables {
-		fmt.Fprintf(os.Stderr, "%s=%q: the suite knows the modes %q and %q\n", ModeEnv, m, modeNFTables, modeIPTables)
+	if m := configuredMode(); m != modeNFTables && m != modeIPTables && m != modeDefault {
+		fmt.Fprintf(os.Stderr, "%s=%q: the suite knows the modes %q, %q and %q\n", ModeEnv, m, modeNFTables, modeIPTables, modeDefault)
 		os.Exit(2)
 	}
 	code := suite.Main(m)
@@ -64,6 +75,9 @@ var (
 )
 
 func defaultOptions() proxytest.Options {
+	if configuredMode() == modeDefault {
+		return proxytest.Options{Mode: proxytest.BlankMode}
+	}
 	return proxytest.Options{Mode: proxyMode()}
 }
 

@@ -57,7 +57,7 @@ func Binary() (string, error) {
 type Options struct {
 	// Name names the process and its log (default "kube-proxy").
 	Name string
-	// Mode is the proxy mode (default nftables).
+	// Mode is the proxy mode (default nftables; BlankMode writes `mode: ""`).
 	Mode string
 	// ExtraConfig is appended verbatim to the YAML configuration (top-level fields).
 	ExtraConfig string
@@ -73,11 +73,18 @@ type Proxy struct {
 	http       *http.Client
 }
 
+// BlankMode as Options.Mode leaves the mode blank in the file, as kubeadm's
+// ConfigMap does (iptables mode, as upstream).
+const BlankMode = "(blank)"
+
 // Config renders the configuration file for node1 of l.
 func Config(l *lab.Lab, o Options) string {
 	mode := o.Mode
-	if mode == "" {
+	switch mode {
+	case "":
 		mode = "nftables"
+	case BlankMode:
+		mode = `""`
 	}
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
@@ -155,10 +162,9 @@ func (p *Proxy) WaitFor(ctx context.Context, what string, timeout time.Duration,
 		}
 		select {
 		case <-p.Process.Done():
-			_, err := p.Process.Exited()
-			return fmt.Errorf("waiting for %s: the proxy exited (%v); log tail:\n%s", what, err, p.Process.LogTail(40))
+			return fmt.Errorf("waiting for %s: the proxy exited (%w); log tail:\n%s", what, p.Process.ExitReason(), p.Process.LogTail(40))
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: not met after %s (last: %v); proxy log tail:\n%s", what, timeout, last, p.Process.LogTail(40))
+			return fmt.Errorf("waiting for %s: not met after %s (last: %w); proxy log tail:\n%s", what, timeout, last, p.Process.LogTail(40))
 		case <-tick.C:
 		}
 	}
