@@ -11,7 +11,6 @@ import (
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // the json format and its --log-json-* flags, as upstream
-
 	netutils "k8s.io/utils/net"
 	"k8s.io/utils/ptr"
 )

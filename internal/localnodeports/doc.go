@@ -34,7 +34,8 @@
 //     traffic): listeners no longer wanted are closed together with their
 //     connections, new ones are bound, existing ones take the new endpoints (a
 //     changed affinity timeout drops the pin). Specs handed before Run are applied
-//     when Run starts. Two Specs with one NodePort: the first by name wins.
+//     when Run starts. Two Specs with one NodePort: the first in the list wins
+//     (Tracker lists them by ServicePort name).
 //   - A listener that cannot be bound (the port is in use) is logged and counted in
 //     kubeproxy_nftables_localhost_nodeport_listener_creation_failures_total, and
 //     tried again at the next Sync (the proxier calls Sync after every successful
