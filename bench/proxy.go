@@ -80,35 +80,12 @@ func (r *Running) PeakRSS() float64 {
 	return v
 }
 
-// Stop stops the proxy and resets node1's dataplane (ResetDataplane), so the next
+// Stop stops the proxy and resets node1's dataplane (lab.ResetNode1Dataplane), so the next
 // proxy starts from nothing.
 func (r *Running) Stop(ctx context.Context, l *lab.Lab) error {
 	err := r.Process.Stop(5 * time.Second)
-	ResetDataplane(ctx, l)
+	l.ResetNode1Dataplane(ctx)
 	return err
-}
-
-// emptyIPTables is iptables-restore input that, without --noflush, flushes every chain
-// of the tables a proxy writes and deletes their user chains.
-const emptyIPTables = "*nat\nCOMMIT\n*filter\nCOMMIT\n*mangle\nCOMMIT\n"
-
-// ResetDataplane deletes what a proxy of either mode may have left in node1 (the only
-// namespace the proxies touch, where no other software writes rules): the kube-proxy
-// nftables tables of both families, node1's iptables nat, filter and mangle tables of
-// both families (restored empty, through the nft backend that both proxies use in the
-// lab, see IPTablesCommand), and the conntrack table.
-func ResetDataplane(ctx context.Context, l *lab.Lab) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for _, fam := range []string{"ip", "ip6"} {
-		_, _ = l.Node1.NS.Run(ctx, "nft", "delete", "table", fam, "kube-proxy")
-	}
-	for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
-		cmd := l.Node1.NS.Command(ctx, IPTablesCommand(fam, "-restore"), "-w", "5")
-		cmd.Stdin = strings.NewReader(emptyIPTables)
-		_ = cmd.Run()
-	}
-	_, _ = l.Node1.NS.Run(ctx, "conntrack", "-F")
 }
 
 // IPTablesCommand is lab.IPTablesCommand: both proxies use the nft backend in the

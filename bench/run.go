@@ -224,7 +224,7 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 func (rn *Runner) one(ctx context.Context, mode string, p Proxy, n, rep int, measureSync, dataplane, change bool, f *Figures) error {
 	logger := klog.FromContext(ctx)
 	c := rn.Config
-	ResetDataplane(ctx, rn.Lab)
+	rn.Lab.ResetNode1Dataplane(ctx)
 	r, err := Start(rn.Lab, p, mode, fmt.Sprintf("%s-%d-%d", mode, n, rep), StartOptions{})
 	if err != nil {
 		return err

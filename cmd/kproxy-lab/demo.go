@@ -11,9 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"github.com/kproxy/kproxy/test/e2e/proxytest"
 	"github.com/kproxy/kproxy/test/lab"
@@ -39,18 +36,8 @@ func demo(ctx context.Context, l *lab.Lab) error {
 	}
 	fmt.Printf("healthy in %s (GET /healthz on 10256)\n", round(time.Since(start)))
 
-	svc, err := l.CreateService(ctx, &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: v1.ServiceSpec{
-			Type:           v1.ServiceTypeNodePort,
-			IPFamilyPolicy: ptr.To(v1.IPFamilyPolicyRequireDualStack),
-			Ports:          []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: v1.ProtocolTCP}},
-		},
-	})
+	svc, err := l.CreateWebService(ctx, "web", v1.ServiceTypeNodePort)
 	if err != nil {
-		return err
-	}
-	if _, err := l.SetEndpoints(ctx, svc, lab.PodEndpoints(l.Pods...), nil); err != nil {
 		return err
 	}
 	nodePort := svc.Spec.Ports[0].NodePort

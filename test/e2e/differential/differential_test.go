@@ -11,9 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"github.com/kproxy/kproxy/test/lab"
 )
@@ -193,17 +190,6 @@ func createLabService(ctx context.Context, l *lab.Lab) error {
 }
 
 func createService(ctx context.Context, l *lab.Lab) error {
-	svc, err := l.CreateService(ctx, &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "diff-web"},
-		Spec: v1.ServiceSpec{
-			Type:           v1.ServiceTypeNodePort,
-			IPFamilyPolicy: ptr.To(v1.IPFamilyPolicyRequireDualStack),
-			Ports:          []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: v1.ProtocolTCP}},
-		},
-	})
-	if err != nil {
-		return err
-	}
-	_, err = l.SetEndpoints(ctx, svc, lab.PodEndpoints(l.Pods...), nil)
+	_, err := l.CreateWebService(ctx, "diff-web", v1.ServiceTypeNodePort)
 	return err
 }

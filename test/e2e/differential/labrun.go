@@ -83,7 +83,7 @@ func labConfig(l *lab.Lab, c *Case) ([]string, error) {
 // Events are reset first, so nothing of a previous run is seen.
 func observe(ctx context.Context, l *lab.Lab, bin Binary, name string, args []string) (Observation, error) {
 	var obs Observation
-	resetDataplane(ctx, l)
+	l.ResetNode1Dataplane(ctx)
 	if err := deleteNodeEvents(ctx, l); err != nil {
 		return obs, err
 	}
@@ -252,27 +252,6 @@ func deleteNodeEvents(ctx context.Context, l *lab.Lab) error {
 		return fmt.Errorf("deleting the previous run's Events: %w", err)
 	}
 	return nil
-}
-
-// emptyIPTables is iptables-restore input that, without --noflush, flushes every
-// chain of the tables a proxy writes and deletes their user chains.
-const emptyIPTables = "*nat\nCOMMIT\n*filter\nCOMMIT\n*mangle\nCOMMIT\n"
-
-// resetDataplane deletes what a proxy of any mode left in node1 (where no other
-// software writes rules): both families' kube-proxy nftables tables, the iptables
-// nat, filter and mangle tables (restored empty), and the conntrack table.
-func resetDataplane(ctx context.Context, l *lab.Lab) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, fam := range []string{"ip", "ip6"} {
-		_, _ = l.Node1.NS.Run(ctx, "nft", "delete", "table", fam, "kube-proxy")
-	}
-	for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
-		cmd := l.Node1.NS.Command(ctx, lab.IPTablesCommand(fam, "-restore"), "-w", "5")
-		cmd.Stdin = strings.NewReader(emptyIPTables)
-		_ = cmd.Run()
-	}
-	_, _ = l.Node1.NS.Run(ctx, "conntrack", "-F")
 }
 
 // describeEvents renders an events map for a report.
