@@ -41,6 +41,12 @@ test: setup vet lint verify-generated
 bench: setup
 	go run ./bench/cmd/kproxy-bench $(BENCH_FLAGS)
 
+## image: the container image as a docker-archive tarball in _output/image/ (root; no
+## daemon or registry; smoke-tested chrooted; not part of test). See README.md, "Image".
+.PHONY: image
+image:
+	hack/image.sh
+
 ## unit: the tests that need neither root nor the upstream binaries.
 unit:
 	go test $(GO_TEST_FLAGS) -short ./...

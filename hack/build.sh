@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the product binaries into _output/bin (make build; setup runs it too).
+# Builds the product binaries into _output/bin (make build; setup runs it too), static
+# (CGO_ENABLED=0) as the image ships them (hack/image.sh checks).
 # The link flags stamp component-base's version variables with the upstream release
 # kproxy is compatible with, as upstream's release builds do: component-base reads
 # them to decide which metrics are deprecated or hidden at this version (and so what
@@ -11,4 +12,4 @@ kube_version=v1.37.2
 ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version \
 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
 cd "$root"
-go build -trimpath -ldflags "$ldflags" -o _output/bin/ ./cmd/...
+CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o _output/bin/ ./cmd/...
