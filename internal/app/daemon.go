@@ -125,7 +125,7 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	if err := checkBadConfig(cfg, primary, nodePortAddrs, podCIDRs); err != nil {
 		logger.Error(err, "Kube-proxy configuration may be incomplete or incorrect")
 	}
-	backend, err := backendFamilies(ctx, cfg.Mode)
+	backend, usableIPTables, err := backendFamilies(ctx, cfg.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +182,7 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 			recorder:         d.recorder,
 			largeTransaction: d.fullSyncGC.enter,
 			nfacct:           d.nfacct,
+			iptables:         usableIPTables[family],
 		})
 		if err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/kproxy/kproxy/internal/conntrack"
 	dpnft "github.com/kproxy/kproxy/internal/dataplane/nftables"
 	"github.com/kproxy/kproxy/internal/health"
+	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/localnodeports"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
@@ -44,6 +45,8 @@ type familyParams struct {
 	largeTransaction func(ops int) (done func())
 	// nfacct holds the iptables mode's packet counters (shared by the families).
 	nfacct nfacct.Interface
+	// iptables is the family's usable iptables (iptables mode; see backendFamilies).
+	iptables *iptables.Exec
 }
 
 // builtFamily is one family's proxier as the daemon drives it.

@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/kproxy/kproxy/internal/conntrack"
 	dpipt "github.com/kproxy/kproxy/internal/dataplane/iptables"
@@ -29,17 +28,14 @@ var canaryTables = []iptables.Table{iptables.TableMangle, iptables.TableNAT, ipt
 
 // newIPTablesFamily builds one family's iptables proxier as upstream's NewProxier:
 // it sets route_localnet when localhost NodePorts apply, reads whether conntrack is
-// liberal, and returns the proxier with its canary monitor as an owned part.
+// liberal, and returns the proxier with its canary monitor as an owned part. The
+// family's iptables is the one the start-up check found usable (p.iptables).
 func newIPTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error) {
-	logger := klog.FromContext(ctx).WithValues("ipFamily", p.family)
-	exec := utilexec.New()
-	backend := iptables.DetectBackend(ctx, exec)
-	ipt := iptables.New(exec, p.family, backend)
-	if !ipt.Present(ctx) {
-		return nil, fmt.Errorf("iptables mode: %s iptables (backend %s) is not usable on this node", p.family, backend)
+	if p.iptables == nil {
+		return nil, fmt.Errorf("iptables mode: %s iptables is not usable on this node", p.family)
 	}
-	logger.Info("Using iptables Proxier", "backend", backend)
-	return buildIPTablesFamily(ctx, p, ipt, sysctl.New())
+	klog.FromContext(ctx).Info("Using iptables Proxier", "ipFamily", p.family, "backend", p.iptables.Backend())
+	return buildIPTablesFamily(ctx, p, p.iptables, sysctl.New())
 }
 
 // buildIPTablesFamily is newIPTablesFamily past the choice of the iptables binaries.

@@ -75,16 +75,25 @@ func iptablesFamilies(ctx context.Context, present func(v1.IPFamily) bool) (node
 
 // backendFamilies returns the families the configured mode's backend supports (the
 // nft command always handles both; iptables only those whose binaries work), before
-// the kernel's IPv6 support is taken into account.
-func backendFamilies(ctx context.Context, mode config.ProxyMode) (node.Families, error) {
+// the kernel's IPv6 support is taken into account, and in iptables mode the usable
+// iptables of each supported family (the host's backend, detected once), which the
+// family proxiers then use.
+func backendFamilies(ctx context.Context, mode config.ProxyMode) (node.Families, map[v1.IPFamily]*iptables.Exec, error) {
 	if mode != config.ProxyModeIPTables {
-		return node.Families{IPv4: true, IPv6: true}, nil
+		return node.Families{IPv4: true, IPv6: true}, nil, nil
 	}
 	exec := utilexec.New()
 	backend := iptables.DetectBackend(ctx, exec)
-	return iptablesFamilies(ctx, func(family v1.IPFamily) bool {
-		return iptables.New(exec, family, backend).Present(ctx)
+	usable := map[v1.IPFamily]*iptables.Exec{}
+	f, err := iptablesFamilies(ctx, func(family v1.IPFamily) bool {
+		ipt := iptables.New(exec, family, backend)
+		if !ipt.Present(ctx) {
+			return false
+		}
+		usable[family] = ipt
+		return true
 	})
+	return f, usable, err
 }
 
 // platformChecks are the mode's start-up checks that need no API object.

@@ -28,7 +28,8 @@ func newDaemonMetrics(cfg *config.Config, readers metrics.RegisterOptions) (*met
 	shared := processMetrics(cfg)
 	registry := metrics.NewRegistry()
 	m := metrics.New(registry)
-	buildInfo := metrics.CurrentBuildInfo(config.Version)
+	// The reported version: --version=vX.Y.Z changes it, as upstream's build info.
+	buildInfo := metrics.CurrentBuildInfo(cfg.Version)
 	opts := readers
 	opts.Mode = string(cfg.Mode)
 	opts.LocalhostNodePorts = cfg.FeatureGates.Enabled(config.KubeProxyNFTablesLocalhostNodePorts)

@@ -62,7 +62,11 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 	newChains := map[string]*Chain{}
 	oldSets := map[string]*Container{}
 	newSets := map[string]*Container{}
-	var chainOrder, setOrder []string
+	// Named counters (the base fragment's) are added before the rules naming them
+	// and deleted once the chains whose rules named them are flushed.
+	oldCounters := map[string]*Counter{}
+	newCounters := map[string]*Counter{}
+	var chainOrder, setOrder, counterOrder []string
 	for _, pr := range pairs {
 		if pr.old != nil {
 			for i := range pr.old.Chains {
@@ -74,6 +78,11 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 				c := &pr.old.Containers[i]
 				oldSets[c.Name] = c
 				setOrder = append(setOrder, c.Name)
+			}
+			for i := range pr.old.Counters {
+				c := &pr.old.Counters[i]
+				oldCounters[c.Name] = c
+				counterOrder = append(counterOrder, c.Name)
 			}
 		}
 		if pr.new != nil {
@@ -87,34 +96,22 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 				newSets[c.Name] = c
 				setOrder = append(setOrder, c.Name)
 			}
+			for i := range pr.new.Counters {
+				c := &pr.new.Counters[i]
+				newCounters[c.Name] = c
+				counterOrder = append(counterOrder, c.Name)
+			}
 		}
 	}
 	slices.Sort(chainOrder)
 	chainOrder = slices.Compact(chainOrder)
 	slices.Sort(setOrder)
 	setOrder = slices.Compact(setOrder)
-	// Named counters (the base fragment's): added before the rules naming them,
-	// deleted once the chains whose rules named them are flushed.
-	oldCounters, newCounters := map[string]bool{}, map[string]bool{}
-	var counterOrder []string
-	for _, pr := range pairs {
-		for _, f := range []struct {
-			frag *Fragment
-			set  map[string]bool
-		}{{pr.old, oldCounters}, {pr.new, newCounters}} {
-			if f.frag != nil {
-				for _, c := range f.frag.Counters {
-					f.set[c.Name] = true
-					counterOrder = append(counterOrder, c.Name)
-				}
-			}
-		}
-	}
 	slices.Sort(counterOrder)
 	counterOrder = slices.Compact(counterOrder)
 	for _, name := range counterOrder {
-		if newCounters[name] && !oldCounters[name] {
-			tx.Add(&knftables.Counter{Name: name})
+		if c := newCounters[name]; c != nil && oldCounters[name] == nil {
+			tx.Add(c.object())
 		}
 	}
 
@@ -243,8 +240,8 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 		}
 	}
 	for _, name := range counterOrder {
-		if oldCounters[name] && !newCounters[name] {
-			tx.Delete(&knftables.Counter{Name: name})
+		if c := oldCounters[name]; c != nil && newCounters[name] == nil {
+			tx.Delete(c.object())
 		}
 	}
 	for _, name := range setOrder {

@@ -1,0 +1,338 @@
+package nftnetlink
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+	"sigs.k8s.io/knftables"
+)
+
+// The set and map commands of the translator (add, create, flush and delete of sets,
+// maps and their elements); script.go has the command dispatch and the table, chain,
+// rule and counter commands.
+
+func (t *translator) setCmd(verb string, isMap bool, c *cursor) error {
+	b := t.b
+	name, err := c.quotedOrWord("set name")
+	if err != nil {
+		return err
+	}
+	if name == "handle" {
+		return fmt.Errorf("sets by handle are not supported")
+	}
+	switch verb {
+	case "delete":
+		delete(t.sets, name)
+		m := b.nftMsg(unix.NFT_MSG_DELSET, 0, t.nfproto)
+		b.attrString(unix.NFTA_SET_TABLE, t.table)
+		b.attrString(unix.NFTA_SET_NAME, name)
+		b.endMsg(m)
+		return nil
+	case "flush":
+		m := b.nftMsg(unix.NFT_MSG_DELSETELEM, 0, t.nfproto)
+		b.attrString(unix.NFTA_SET_ELEM_LIST_TABLE, t.table)
+		b.attrString(unix.NFTA_SET_ELEM_LIST_SET, name)
+		b.endMsg(m)
+		return nil
+	}
+	props, err := body(c)
+	if err != nil {
+		return err
+	}
+	info := &setInfo{}
+	var timeout, gcInterval time.Duration
+	var size uint64
+	var policy string
+	var comment string
+	var typeofUdata udata
+	automerge := false
+	for _, p := range props {
+		w := texts(p)
+		switch {
+		case len(w) >= 2 && w[0] == "typeof":
+			if info.key, info.data, typeofUdata, err = parseTypeof(w[1:], isMap); err != nil {
+				return err
+			}
+		case len(w) >= 2 && w[0] == "type":
+			typ := w[1:]
+			if isMap {
+				i := indexOf(typ, ":")
+				if i < 0 {
+					return fmt.Errorf("map type without \":\"")
+				}
+				d, err := parseKeyType(typ[i+1:])
+				if err != nil {
+					return err
+				}
+				info.data = &d
+				typ = typ[:i]
+			}
+			if info.key, err = parseKeyType(typ); err != nil {
+				return err
+			}
+		case len(w) == 2 && w[0] == "flags":
+			for _, f := range strings.Split(w[1], ",") {
+				switch f {
+				case "constant":
+					info.flags |= unix.NFT_SET_CONSTANT
+				case "interval":
+					info.flags |= unix.NFT_SET_INTERVAL
+				case "timeout":
+					info.flags |= unix.NFT_SET_TIMEOUT
+				case "dynamic":
+					info.flags |= unix.NFT_SET_EVAL
+				default:
+					return fmt.Errorf("unsupported set flag %q", f)
+				}
+			}
+		case len(w) == 2 && (w[0] == "timeout" || w[0] == "gc-interval"):
+			d, err := time.ParseDuration(w[1])
+			if err != nil {
+				return fmt.Errorf("bad %s %q", w[0], w[1])
+			}
+			if w[0] == "timeout" {
+				timeout = d
+				info.flags |= unix.NFT_SET_TIMEOUT
+			} else {
+				gcInterval = d
+			}
+		case len(w) == 2 && w[0] == "size":
+			if size, err = strconv.ParseUint(w[1], 10, 32); err != nil {
+				return fmt.Errorf("bad size %q", w[1])
+			}
+		case len(w) == 2 && w[0] == "policy":
+			policy = w[1]
+		case len(w) == 1 && w[0] == "auto-merge":
+			automerge = true
+		case len(w) == 2 && w[0] == "comment":
+			comment = w[1]
+			if len(comment) > knftables.CommentLengthMax {
+				return fmt.Errorf("comment longer than %d bytes", knftables.CommentLengthMax)
+			}
+		default:
+			return fmt.Errorf("unsupported set property %q", strings.Join(w, " "))
+		}
+	}
+	if len(info.key.fields) == 0 {
+		return fmt.Errorf("set without type")
+	}
+	if info.key.isVerdict() {
+		return fmt.Errorf("verdict keys are not supported")
+	}
+	if info.flags&unix.NFT_SET_INTERVAL != 0 && info.key.concat() {
+		return fmt.Errorf("concatenated interval sets are not supported")
+	}
+	if isMap {
+		info.flags |= unix.NFT_SET_MAP
+	}
+	m := b.nftMsg(unix.NFT_MSG_NEWSET, createFlags(verb), t.nfproto)
+	b.attrString(unix.NFTA_SET_TABLE, t.table)
+	b.attrString(unix.NFTA_SET_NAME, name)
+	b.attrU32(unix.NFTA_SET_FLAGS, info.flags)
+	b.attrU32(unix.NFTA_SET_KEY_TYPE, info.key.id())
+	b.attrU32(unix.NFTA_SET_KEY_LEN, uint32(info.key.size()))
+	if info.data != nil {
+		b.attrU32(unix.NFTA_SET_DATA_TYPE, info.data.id())
+		b.attrU32(unix.NFTA_SET_DATA_LEN, uint32(info.data.size()))
+	}
+	switch policy {
+	case "":
+	case "performance":
+		b.attrU32(unix.NFTA_SET_POLICY, unix.NFT_SET_POL_PERFORMANCE)
+	case "memory":
+		b.attrU32(unix.NFTA_SET_POLICY, unix.NFT_SET_POL_MEMORY)
+	default:
+		return fmt.Errorf("unsupported set policy %q", policy)
+	}
+	b.attrU32(unix.NFTA_SET_ID, t.newID())
+	if timeout != 0 {
+		b.attrU64(unix.NFTA_SET_TIMEOUT, uint64(timeout.Milliseconds()))
+	}
+	if gcInterval != 0 {
+		b.attrU32(unix.NFTA_SET_GC_INTERVAL, uint32(gcInterval.Milliseconds()))
+	}
+	if size != 0 {
+		d := b.beginNest(unix.NFTA_SET_DESC)
+		b.attrU32(unix.NFTA_SET_DESC_SIZE, uint32(size))
+		b.endNest(d)
+	}
+	ud := udata(nil).u32(0, info.key.order())
+	if info.data != nil {
+		ud = ud.u32(1, info.data.order())
+	}
+	if automerge {
+		ud = ud.u32(2, 1)
+	}
+	if typeofUdata != nil {
+		if automerge {
+			return fmt.Errorf("auto-merge with typeof is not supported")
+		}
+		ud = typeofUdata
+	}
+	if comment != "" {
+		ud = ud.str(7, comment)
+	}
+	b.attr(unix.NFTA_SET_USERDATA, ud)
+	b.endMsg(m)
+	t.sets[name] = info
+	return nil
+}
+
+func indexOf(ws []string, w string) int {
+	for i, x := range ws {
+		if x == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// set returns what is known of a set, from this transaction or the kernel.
+func (t *translator) set(name string) (*setInfo, error) {
+	if s, ok := t.sets[name]; ok {
+		return s, nil
+	}
+	if t.tableGone {
+		return nil, fmt.Errorf("set %q does not exist", name)
+	}
+	s, err := t.lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("set %q: %w", name, err)
+	}
+	t.sets[name] = s
+	return s, nil
+}
+
+func (t *translator) flushElems() {
+	p := t.pending
+	if p == nil {
+		return
+	}
+	t.b.endNest(p.list)
+	t.b.endMsg(p.msg)
+	t.pending = nil
+}
+
+// maxElemsBytes bounds the element list of a coalesced message: a netlink
+// attribute's length is 16 bits.
+const maxElemsBytes = 60000
+
+func (t *translator) elementCmd(verb string, c *cursor, line string) error {
+	if verb == "flush" {
+		return fmt.Errorf("flush element is not supported")
+	}
+	name, err := c.quotedOrWord("set name")
+	if err != nil {
+		return err
+	}
+	info, err := t.set(name)
+	if err != nil {
+		return err
+	}
+	if err := c.expect("{"); err != nil {
+		return err
+	}
+	kparts := t.kparts[:0]
+	for {
+		kparts = append(kparts, c.next())
+		if !c.accept(".") {
+			break
+		}
+	}
+	var comment string
+	if c.accept("comment") {
+		if comment, err = c.quotedOrWord("comment"); err != nil {
+			return err
+		}
+	}
+	var verdict *expr.Verdict
+	var data []byte
+	if c.accept(":") {
+		if info.data == nil {
+			return fmt.Errorf("value for an element of set %q", name)
+		}
+		if info.data.isVerdict() {
+			if verdict, err = parseVerdict(c); err != nil {
+				return err
+			}
+		} else {
+			dparts := t.dparts[:0]
+			for {
+				dparts = append(dparts, c.next())
+				if !c.accept(".") {
+					break
+				}
+			}
+			t.dparts = dparts
+			if data, err = appendKey(t.data[:0], *info.data, dparts); err != nil {
+				return err
+			}
+			t.data = data
+		}
+	} else if info.data != nil && verb != "delete" {
+		return fmt.Errorf("map element without value")
+	}
+	if err := c.expect("}"); err != nil {
+		return err
+	}
+	if !c.done() {
+		return fmt.Errorf("unexpected %q", c.describeNext())
+	}
+	if info.flags&unix.NFT_SET_INTERVAL != 0 {
+		// nft merges interval elements with the set's current content (and adds
+		// a leading end element to an empty set); reproducing that needs the
+		// set's elements, which the renderer never needs.
+		return fmt.Errorf("elements of interval sets are not supported")
+	}
+	t.kparts = kparts
+	k, err := appendKey(t.key[:0], info.key, kparts)
+	if err != nil {
+		return err
+	}
+	t.key = k
+	keys := [1]anonElem{{key: k}}
+
+	b := t.b
+	if p := t.pending; p == nil || p.verb != verb || p.set != name || len(b.buf)-p.list > maxElemsBytes {
+		t.flushElems()
+		b.markCommand(t.at)
+		typ, flags := unix.NFT_MSG_NEWSETELEM, createFlags(verb)
+		if verb == "delete" {
+			typ, flags = unix.NFT_MSG_DELSETELEM, 0
+		}
+		m := b.nftMsg(typ, flags, t.nfproto)
+		b.attrString(unix.NFTA_SET_ELEM_LIST_TABLE, t.table)
+		b.attrString(unix.NFTA_SET_ELEM_LIST_SET, name)
+		t.pending = &pendingElems{verb: verb, set: name, msg: m, list: b.beginNest(unix.NFTA_SET_ELEM_LIST_ELEMENTS)}
+	}
+	for i, k := range keys {
+		n := b.beginNest(unix.NFTA_LIST_ELEM)
+		t.elemKey(k.key)
+		if k.flags != 0 {
+			b.attrU32(unix.NFTA_SET_ELEM_FLAGS, k.flags)
+		}
+		if verb != "delete" && i == 0 {
+			if verdict != nil {
+				t.elemVerdict(verdict)
+			} else if data != nil {
+				dn := b.beginNest(unix.NFTA_SET_ELEM_DATA)
+				b.attr(unix.NFTA_DATA_VALUE, data)
+				b.endNest(dn)
+			}
+			if comment != "" {
+				ud, err := commentUdata(comment)
+				if err != nil {
+					return err
+				}
+				b.attr(unix.NFTA_SET_ELEM_USERDATA, ud)
+			}
+		}
+		b.endNest(n)
+	}
+	t.pending.count++
+	return nil
+}
