@@ -27,8 +27,9 @@ demo: setup
 	_output/bin/kproxy-lab demo
 
 ## test: set up, then vet, lint and run every test (end-to-end tests need root and fail,
-## rather than skip, when they cannot run).
-test: setup vet lint verify-generated
+## rather than skip, when they cannot run). The cluster images are built first: the short
+## cluster suite (test/e2e/cluster) runs kproxy as a DaemonSet from its image.
+test: setup cluster-images vet lint verify-generated
 	$(E2E_ENV) go test $(GO_TEST_FLAGS) ./...
 	@echo "the nftables suite again, with the nft command as the writer (the fallback)"
 	$(E2E_ENV) KPROXY_NFTABLES_WRITER=nft go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
@@ -36,6 +37,8 @@ test: setup vet lint verify-generated
 	$(E2E_ENV) KPROXY_E2E_MODE=iptables go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
 	@echo "the same suite with a blank mode in the configuration file (iptables mode, as upstream)"
 	$(E2E_ENV) KPROXY_E2E_MODE=default go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
+	@echo "the real cluster: kproxy as a DaemonSet, upstream's focused sig-network specs, takeover"
+	$(E2E_ENV) KPROXY_E2E_CLUSTER=1 go test $(GO_TEST_FLAGS) -v ./test/e2e/cluster/
 
 ## bench: set up, then compare kproxy with upstream kube-proxy in the lab (not part of test; BENCH_FLAGS=--with-30k ...).
 bench: setup
@@ -46,6 +49,28 @@ bench: setup
 .PHONY: image
 image:
 	hack/image.sh
+
+## cluster: a real cluster (control plane, 3 kubelet/containerd workers, CoreDNS, kproxy
+## as kubeadm's DaemonSet from its image) in network namespaces until Ctrl-C (root).
+## CLUSTER_FLAGS=--mode=iptables, --proxy-image=registry.k8s.io/kube-proxy:v1.37.2, ...
+.PHONY: cluster e2e-upstream e2e-upstream-slow takeover
+cluster:
+	hack/cluster.sh up $(CLUSTER_FLAGS)
+
+## e2e-upstream: upstream's sig-network specs that concern a service proxy, against
+## upstream kube-proxy and kproxy in nftables and iptables mode (root; about an hour).
+## Writes test/cluster/results/e2e-upstream.md; fails if kproxy fails a spec upstream passes.
+e2e-upstream:
+	hack/cluster.sh e2e --set=full --table=test/cluster/results/e2e-upstream.md $(CLUSTER_FLAGS)
+
+## e2e-upstream-slow: the slow ones ([Slow], session-affinity timeouts), the same way.
+e2e-upstream-slow:
+	hack/cluster.sh e2e --set=slow --table=test/cluster/results/e2e-upstream-slow.md $(CLUSTER_FLAGS)
+
+## takeover: upstream's DaemonSet image swapped for kproxy's and back, under probes, in
+## each mode (root). Writes test/cluster/results/takeover.md.
+takeover:
+	hack/cluster.sh takeover --table=test/cluster/results/takeover.md $(CLUSTER_FLAGS)
 
 ## unit: the tests that need neither root nor the upstream binaries.
 unit:
@@ -70,3 +95,9 @@ verify-generated:
 
 clean:
 	rm -rf _output
+
+## cluster-images: the test cluster's images as docker-archives in _output/cluster/images (root;
+## after `make tools`; only changed ones are rebuilt). See docs/cluster-images.md.
+.PHONY: cluster-images
+cluster-images:
+	hack/cluster-images.sh

@@ -16,7 +16,8 @@ stamp() {
   cat "$1/go.mod" "$1/go.sum" <(echo "$2") | sha256sum | cut -d' ' -f1
 }
 
-# build MODULE_DIR LDFLAGS NAME=PACKAGE...: builds each stale binary NAME from PACKAGE.
+# build MODULE_DIR LDFLAGS NAME=PACKAGE...: builds each stale binary NAME from PACKAGE
+# (a package named NAME=test:PACKAGE is a test binary, `go test -c`).
 build() {
   local dir=$1 ldflags=$2; shift 2
   local pair bin pkg start want
@@ -32,7 +33,11 @@ build() {
     fi
     echo "tools: building $bin (a cold build takes minutes on 2 cores)"
     start=$SECONDS
-    (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$bin.tmp" "$pkg")
+    if [[ $pkg = test:* ]]; then
+      (cd "$dir" && CGO_ENABLED=0 go test -c -trimpath -ldflags "$ldflags" -o "$out/$bin.tmp" "${pkg#test:}")
+    else
+      (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$bin.tmp" "$pkg")
+    fi
     mv -f "$out/$bin.tmp" "$out/$bin"
     echo "$want" > "$out/.$bin.stamp"
     echo "tools: built $bin in $((SECONDS - start))s"
@@ -51,3 +56,16 @@ build "$root/hack/tools" "$kube_ldflags" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-proxy-upstream=k8s.io/kubernetes/cmd/kube-proxy
 build "$root/hack/tools/lint" "" golangci-lint=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+# The cluster of `make cluster` (test/cluster): the node and control-plane components,
+# kubectl, agnhost (the e2e tests' pod image), CoreDNS, the ginkgo CLI and upstream's e2e
+# test binary with the sig-network specs (hack/tools/e2enetwork).
+build "$root/hack/tools" "$kube_ldflags" \
+  kubelet=k8s.io/kubernetes/cmd/kubelet \
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+  kubectl=k8s.io/kubernetes/cmd/kubectl \
+  agnhost=k8s.io/kubernetes/test/images/agnhost \
+  ginkgo=github.com/onsi/ginkgo/v2/ginkgo \
+  e2e-network.test=test:./e2enetwork
+build "$root/hack/tools/coredns" "" coredns=github.com/coredns/coredns

@@ -13,6 +13,17 @@
 # SOURCE_DATE_EPOCH or the Unix epoch), so the same inputs give the same digest.
 # Afterwards the image's flattened filesystem is unpacked into a temporary directory and
 # each shipped tool runs chrooted there (--version only: no netfilter change, no network).
+# The Debian part is hack/lib/debs.sh, shared with the test cluster's images
+# (hack/cluster-images.sh).
+#
+# The same image with another kube-proxy binary (upstream's, for the test cluster):
+#   KPROXY_IMAGE_BINARY=_output/bin/kube-proxy-upstream \
+#   KPROXY_IMAGE_TAG=registry.k8s.io/kube-proxy:v1.37.2 \
+#   KPROXY_IMAGE_ARCHIVE=_output/image/kube-proxy-upstream.tar hack/image.sh
+# KPROXY_IMAGE_BINARY (default _output/bin/kube-proxy, built here) must be static; for
+# another binary nothing is built, the labels name kube-proxy and its --version, the tag
+# defaults to kproxy.local/NAME:VERSION, the archive to _output/image/NAME.tar and the
+# report to the archive's name with .txt (build.txt for the product's).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,57 +34,40 @@ if [ "$(id -u)" != 0 ]; then
   echo "image: must run as root (the smoke test chroots into the image)" >&2
   exit 1
 fi
+# shellcheck source=hack/lib/debs.sh
+source hack/lib/debs.sh
 
 out=_output/image
-debs=$out/debs
-rootfs=$out/rootfs
+product=_output/bin/kube-proxy
+binary=${KPROXY_IMAGE_BINARY:-$product}
 version=$(sed -n 's/^var Version = "\(.*\)"$/\1/p' internal/config/version.go)
 [ -n "$version" ] || { echo "image: no Version in internal/config/version.go" >&2; exit 1; }
-tag=${KPROXY_IMAGE_TAG:-kproxy.local/kube-proxy:$version}
-archive=$out/kube-proxy-$version.tar
-mkdir -p "$debs"
-
-echo "image: building the static product binary"
-CGO_ENABLED=0 hack/build.sh
+if [ "$binary" = "$product" ]; then
+  tag=${KPROXY_IMAGE_TAG:-kproxy.local/kube-proxy:$version}
+  archive=${KPROXY_IMAGE_ARCHIVE:-$out/kube-proxy-$version.tar}
+  report=$out/build.txt
+  rootfs=$out/rootfs
+  echo "image: building the static product binary"
+  CGO_ENABLED=0 hack/build.sh
+  labels=(--version "$version")
+else
+  [ -x "$binary" ] || { echo "image: $binary: no such executable" >&2; exit 1; }
+  bin_name=$(basename "$binary")
+  bin_version=$("$binary" --version | awk '{print $NF}')
+  tag=${KPROXY_IMAGE_TAG:-kproxy.local/$bin_name:$bin_version}
+  archive=${KPROXY_IMAGE_ARCHIVE:-$out/$bin_name.tar}
+  report=${archive%.tar}.txt
+  rootfs=$out/rootfs-$bin_name
+  labels=(--label org.opencontainers.image.title=kube-proxy --label "org.opencontainers.image.version=$bin_version")
+fi
+echo "image: $tag from $binary ($archive)"
 
 # The packages: the dependency closure of what the product runs (Depends and
-# Pre-Depends; no recommends or suggests).
-seeds=(iptables nftables ipset)
-if ! apt-cache show "${seeds[@]}" >/dev/null 2>&1; then
-  apt-get update -qq
-fi
-mapfile -t pkgs < <(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
-  --no-breaks --no-replaces --no-enhances "${seeds[@]}" | grep -v '^ ' | grep -v '^<' | sort -u)
-
-# Cached by version: apt names each candidate's file (name_version_arch.deb) and its
-# checksum; a .deb is downloaded only when that file is missing or does not match.
-missing=() files=()
-while read -r _ file _ sum; do
-  f="$debs/$file"
-  files+=("$f")
-  if ! [ -f "$f" ] || [ "$(sha256sum "$f" | cut -d' ' -f1)" != "${sum#SHA256:}" ]; then
-    missing+=("${file%%_*}")
-  fi
-done < <(apt-get download --print-uris "${pkgs[@]}")
-[ ${#files[@]} = ${#pkgs[@]} ] || { echo "image: apt named ${#files[@]} files for ${#pkgs[@]} packages" >&2; exit 1; }
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "image: downloading ${missing[*]}"
-  (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root "${missing[@]}")
-fi
-echo "image: ${#pkgs[@]} packages: ${pkgs[*]}"
-
-rm -rf "$rootfs"
-mkdir -p "$rootfs"
-for f in "${files[@]}"; do
-  dpkg-deb -x "$f" "$rootfs"
-done
-
-# What the product does not need: documentation, service units and init scripts,
-# iconv modules, the shell-script tools (the image has no shell), sample configs.
-rm -rf "$rootfs"/usr/share/{doc,doc-base,man,info,lintian,bug,locale,bash-completion,zsh,gcc} \
-  "$rootfs"/{lib,usr/lib}/systemd "$rootfs"/etc/init.d "$rootfs"/usr/lib/x86_64-linux-gnu/gconv \
-  "$rootfs"/usr/sbin/{iptables-apply,ip6tables-apply} "$rootfs"/etc/nftables.conf
-find "$rootfs" -depth -type d -empty -delete
+# Pre-Depends; no recommends or suggests). What the product does not need besides
+# documentation and the like (debs_rootfs): the shell-script tools (the image has no
+# shell) and the sample nftables configuration.
+DEBS_REMOVE=(usr/sbin/iptables-apply usr/sbin/ip6tables-apply etc/nftables.conf)
+debs_rootfs "$rootfs" iptables nftables ipset
 
 # iptables, ip6tables and their -save/-restore: Debian's update-alternatives layout
 # (/usr/sbin/iptables -> /etc/alternatives/iptables -> /usr/sbin/iptables-nft), set to
@@ -83,13 +77,7 @@ find "$rootfs" -depth -type d -empty -delete
 # iptables-legacy-* names, so the plain names serve people and other tools in the
 # container, and nft is what the detection falls back to and what current distributions
 # and kubelets use. `update-alternatives`-style relinking of /etc/alternatives/* switches them.
-mkdir -p "$rootfs/etc/alternatives"
-for fam in iptables ip6tables; do
-  for tool in "" -save -restore; do
-    ln -sfn "/usr/sbin/$fam-nft$tool" "$rootfs/etc/alternatives/$fam$tool"
-    ln -sfn "/etc/alternatives/$fam$tool" "$rootfs/usr/sbin/$fam$tool"
-  done
-done
+debs_iptables_alternatives "$rootfs"
 # /run for the xtables lock (kubeadm mounts /run/xtables.lock there), /tmp.
 mkdir -p "$rootfs/run" "$rootfs/tmp"
 chmod 0755 "$rootfs/run"
@@ -97,41 +85,27 @@ chmod 1777 "$rootfs/tmp"
 
 # Every ELF file resolves its shared libraries inside the tree (the xtables extensions
 # are dlopened, so the smoke test below would not catch them).
-loader=/lib64/ld-linux-x86-64.so.2
-bad=0
-while IFS= read -r -d '' f; do
-  [ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
-  rel=/${f#"$rootfs"/}
-  [ "$rel" = "$loader" ] || [[ "$rel" = */ld-linux-x86-64.so.2 ]] && continue
-  if ! listing=$(chroot "$rootfs" "$loader" --list "$rel" 2>&1) || grep -q 'not found' <<<"$listing"; then
-    echo "image: $rel: unresolved libraries: $listing" >&2
-    bad=1
-  fi
-done < <(find "$rootfs" -type f -print0)
-[ "$bad" = 0 ] || exit 1
+debs_check_elf "$rootfs"
 
 echo "image: assembling $tag"
-go build -o _output/bin/kproxy-image ./cmd/kproxy-image
-SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0} _output/bin/kproxy-image build --rootfs "$rootfs" \
-  --binary _output/bin/kube-proxy --tag "$tag" --version "$version" --output "$archive" \
-  > "$out/build.txt"
+debs_tool
+tool=$DEBS_TOOL
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0} "$tool" build --rootfs "$rootfs" \
+  --binary "$binary" --tag "$tag" "${labels[@]}" --output "$archive" > "$report"
 
 echo "image: smoke test (chrooted into the unpacked image)"
 smoke=$(mktemp -d)
 trap 'rm -rf "$smoke"' EXIT
-_output/bin/kproxy-image unpack --image "$archive" --dir "$smoke"
+"$tool" unpack --image "$archive" --dir "$smoke"
 for cmd in "/usr/local/bin/kube-proxy --version" "iptables-nft --version" \
   "iptables-legacy --version" "ip6tables --version" "ip6tables-legacy --version" \
   "iptables-nft-restore --version" "iptables-legacy-save --version" "nft --version" \
   "ipset --version"; do
-  if ! got=$(env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin unshare --mount --fork chroot "$smoke" $cmd 2>&1); then
-    echo "image: smoke test failed: $cmd: $got" >&2
-    exit 1
-  fi
-  echo "image:   $cmd: $got"
+  # shellcheck disable=SC2086 # cmd is words
+  debs_smoke "$smoke" $cmd | sed 's/^/image: /'
 done
 rm -rf "$rootfs"
 
-cat "$out/build.txt"
+cat "$report"
 echo "image: load with: docker load -i $archive   or   ctr -n k8s.io images import $archive"
 echo "image: done in $((SECONDS - start))s"

@@ -12,8 +12,11 @@ fi
 
 # nftables/iptables: the dataplanes and their inspection; ipset: what upstream's ipvs mode
 # leaves behind (cleanup tests); conntrack: inspecting flows; util-linux: unshare;
-# iproute2: network namespaces and veth for the lab; procps/psmisc: process inspection.
-packages=(nftables iptables ipset conntrack iproute2 procps psmisc util-linux ca-certificates)
+# iproute2: network namespaces and veth for the lab; procps/psmisc: process inspection;
+# containerd, runc and containernetworking-plugins (ptp, host-local): the nodes of the
+# real cluster (test/cluster, make cluster).
+packages=(nftables iptables ipset conntrack iproute2 procps psmisc util-linux ca-certificates
+  containerd runc containernetworking-plugins)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
 // Package image turns a set of files into a reproducible container image, with
-// go-containerregistry. It is the pure part of `make image` (hack/image.sh); the
+// go-containerregistry. It is the pure part of `make image` (hack/image.sh) and of
+// `make cluster-images` (hack/cluster-images.sh, the test cluster's images); the
 // command cmd/kproxy-image feeds it and writes the result. The product binary does not
 // import it.
 //
@@ -16,7 +17,8 @@
 //     whatever order they were given in. Layer is that stream gzip-compressed (by
 //     go-containerregistry, deterministic for one version of it).
 //   - Build stacks layers on an empty image with the given configuration (os linux,
-//     the architecture, entrypoint, environment, labels) and the given time as the
+//     the architecture, entrypoint, cmd, environment, user, working directory,
+//     labels; the empty ones are left out of the config) and the given time as the
 //     creation time of the image and of each history entry. The same inputs give the
 //     same config and manifest digests.
 //   - Duplicate paths in one layer, relative or unclean paths, "/", a non-directory

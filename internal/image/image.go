@@ -35,7 +35,10 @@ type File struct {
 type Config struct {
 	Architecture string // e.g. amd64
 	Entrypoint   []string
+	Cmd          []string
 	Env          []string
+	User         string // e.g. 1000 or 1000:50000; empty is root
+	WorkingDir   string
 	Labels       map[string]string
 	// Created is the time written into the image (config, history, tar entries);
 	// the Unix epoch when zero.
@@ -167,7 +170,10 @@ func Build(layers [][]File, cfg Config) (v1.Image, error) {
 	cf.Architecture = cfg.Architecture
 	cf.Created = v1.Time{Time: created}
 	cf.Config.Entrypoint = cfg.Entrypoint
+	cf.Config.Cmd = cfg.Cmd
 	cf.Config.Env = cfg.Env
+	cf.Config.User = cfg.User
+	cf.Config.WorkingDir = cfg.WorkingDir
 	cf.Config.Labels = cfg.Labels
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {

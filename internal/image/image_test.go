@@ -166,3 +166,36 @@ func TestFromFS(t *testing.T) {
 		t.Errorf("usr/sbin: %+v", f)
 	}
 }
+
+func TestBuildCmdUserWorkingDir(t *testing.T) {
+	bin := []File{{Path: "/agnhost", Mode: 0o755, Content: []byte("agnhost")}}
+	cfg := Config{Architecture: "amd64", Entrypoint: []string{"/agnhost"}}
+	plain, err := Build([][]File{bin}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Cmd, cfg.User, cfg.WorkingDir = []string{"pause"}, "1000:50000", "/uploads"
+	full, err := Build([][]File{bin}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := full.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cf.Config.Cmd) != 1 || cf.Config.Cmd[0] != "pause" || cf.Config.User != "1000:50000" ||
+		cf.Config.WorkingDir != "/uploads" {
+		t.Fatalf("config %+v", cf.Config)
+	}
+	// Left empty, they are absent from the config: the same bytes as an image built
+	// before they existed.
+	raw, err := plain.RawConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"Cmd"`, `"User"`, `"WorkingDir"`} {
+		if bytes.Contains(raw, []byte(key)) {
+			t.Errorf("config without %s has it: %s", key, raw)
+		}
+	}
+}

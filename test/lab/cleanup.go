@@ -65,6 +65,10 @@ func removeWorkDirs(owner func(pid int) bool) {
 	}
 }
 
+// DeleteNamespace kills every process in the named namespace, then deletes it; a
+// namespace that is already gone is not an error.
+func DeleteNamespace(ctx context.Context, name string) error { return deleteNamespace(ctx, name) }
+
 // deleteNamespace kills every process in the namespace, then deletes it.
 func deleteNamespace(ctx context.Context, name string) error {
 	if err := killNamespacePids(ctx, name); err != nil {

@@ -34,7 +34,7 @@ func (l *Lab) startControlPlane(ctx context.Context, t0 time.Time) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	saKey, saPub, err := writeServiceAccountKeys(dir)
+	saKey, saPub, err := WriteServiceAccountKeys(dir)
 	if err != nil {
 		return err
 	}
@@ -198,9 +198,9 @@ func getOK(ctx context.Context, c *http.Client, url string) error {
 	return nil
 }
 
-// writeServiceAccountKeys generates the RSA key pair the API server signs and checks
+// WriteServiceAccountKeys generates (in dir) the RSA key pair the API server signs and checks
 // service-account tokens with.
-func writeServiceAccountKeys(dir string) (keyPath, pubPath string, err error) {
+func WriteServiceAccountKeys(dir string) (keyPath, pubPath string, err error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return "", "", fmt.Errorf("generate service-account key: %w", err)

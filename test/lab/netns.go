@@ -24,6 +24,13 @@ type NS struct {
 
 func newNS(name string) *NS { return &NS{Name: name, handle: netns.None()} }
 
+// NewNS names an existing network namespace (one made with `ip netns add`) for the
+// methods of NS; it opens nothing until first used. Close releases its handle.
+func NewNS(name string) *NS { return newNS(name) }
+
+// Close releases the namespace handle the methods opened (the namespace itself stays).
+func (n *NS) Close() { n.closeHandle() }
+
 func (n *NS) String() string { return n.Name }
 
 func (n *NS) nsHandle() (netns.NsHandle, error) {

@@ -32,12 +32,20 @@ type Process struct {
 // startProcess runs bin with args inside ns, in its own process group, with stdout and
 // stderr appended to logPath.
 func startProcess(ns *NS, name, logPath, bin string, args ...string) (*Process, error) {
+	return StartCommand(ns, name, logPath, append([]string{"ip", "netns", "exec", ns.Name, bin}, args...))
+}
+
+// StartCommand runs argv as given (the caller has wrapped it to enter ns, with
+// `ip netns exec` or nsenter, and the program must exec in place so that Pid is the
+// program's), in its own process group, with stdout and stderr appended to logPath. The
+// process dies with its parent (parent-death signal); the caller stops it.
+func StartCommand(ns *NS, name, logPath string, argv []string) (*Process, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open log of %s: %w", name, err)
 	}
 	// Not CommandContext: the process outlives the start context; the lab stops it.
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name, bin}, args...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
