@@ -77,7 +77,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	etcd.KillOnStop = true
 	httpc := &http.Client{Transport: &http.Transport{DialContext: cp.Dial}, Timeout: 2 * time.Second}
 	if err := c.waitProcess(ctx, etcd, "etcd /health", func(ctx context.Context) error {
-		return httpGetOK(ctx, httpc, etcdURL+"/health")
+		return lab.GetOK(ctx, httpc, etcdURL+"/health")
 	}); err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func (l *Lab) startControlPlane(ctx context.Context, t0 time.Time) error {
 	l.Etcd.KillOnStop = true
 	httpc := &http.Client{Transport: &http.Transport{DialContext: node1.Dial}, Timeout: 2 * time.Second}
 	if err := l.waitReady(ctx, l.Etcd, func(ctx context.Context) error {
-		return getOK(ctx, httpc, etcdURL+"/health")
+		return GetOK(ctx, httpc, etcdURL+"/health")
 	}); err != nil {
 		return err
 	}
@@ -181,7 +181,8 @@ func (l *Lab) waitReady(ctx context.Context, p *Process, check func(context.Cont
 	}
 }
 
-func getOK(ctx context.Context, c *http.Client, url string) error {
+// GetOK GETs url with c and fails unless the answer is 200 OK (the error carries the body).
+func GetOK(ctx context.Context, c *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
