@@ -70,14 +70,11 @@ func cmdE2E(args []string) error {
 				col := cluster.Column{Proxy: proxy, Mode: mode, Results: results}
 				cols = append(cols, col)
 				logf("e2e: %s: %s in %.0fs", col.Title(), summary(results), time.Since(t).Seconds())
-			}
-		}
-		if err := writeTable(filepath.Join(outDir, *set, "table.md"), *set, cols); err != nil {
-			return err
-		}
-		if *table != "" {
-			if err := writeTable(*table, *set, cols); err != nil {
-				return err
+				// The table after every column, so that an interrupted run keeps what it
+				// measured.
+				if err := writeTables(outDir, *set, *table, cols); err != nil {
+					return err
+				}
 			}
 		}
 		for _, col := range cols {
@@ -110,6 +107,16 @@ func summary(results []cluster.SpecResult) string {
 	}
 	return fmt.Sprintf("%d passed, %d failed, %d skipped, %d other", counts["passed"], counts["failed"], counts["skipped"],
 		len(results)-counts["passed"]-counts["failed"]-counts["skipped"])
+}
+
+func writeTables(outDir, set, table string, cols []cluster.Column) error {
+	if err := writeTable(filepath.Join(outDir, set, "table.md"), set, cols); err != nil {
+		return err
+	}
+	if table == "" {
+		return nil
+	}
+	return writeTable(table, set, cols)
 }
 
 func writeTable(path, set string, cols []cluster.Column) error {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // E2E runs upstream's e2e binary (hack/tools/e2enetwork, linking only sig-network)
@@ -93,6 +94,10 @@ func (e *E2E) Run(ctx context.Context, dir string, specs []Spec) ([]SpecResult, 
 	cmd := e.Cluster.Client.NS.Command(ctx, e.Ginkgo, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
+	// Interrupted (Ctrl-C, a deadline), ginkgo gets SIGINT, as from a terminal: it stops
+	// the specs, runs their cleanup and writes the reports of what ran.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 2 * time.Minute
 	runErr := cmd.Run()
 	_, all, err := ReadGinkgoReport(filepath.Join(dir, "report.json"))
 	if err != nil {
