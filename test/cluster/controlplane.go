@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -165,7 +166,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	// The controller manager is up when it has made the default namespace's
 	// kube-root-ca.crt, which every pod's service-account volume needs.
 	return c.waitProcess(ctx, kcm, "kube-root-ca.crt in namespace default (kube-controller-manager)", func(ctx context.Context) error {
-		_, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1GetOptions)
+		_, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 		return err
 	})
 }

@@ -44,11 +44,6 @@ func (w *Worker) nsenter(argv ...string) []string {
 	return append([]string{"nsenter", "--target", strconv.Itoa(w.holder.Pid()), "--mount", "--net", "--"}, argv...)
 }
 
-// Run runs a command in the worker's namespaces and returns its combined output.
-func (w *Worker) Run(ctx context.Context, argv ...string) (string, error) {
-	return runHost(ctx, w.nsenter(argv...)[0], w.nsenter(argv...)[1:]...)
-}
-
 func (c *Cluster) startWorkers(ctx context.Context) error {
 	images, err := readImageIndex(c.opts.ImageDir)
 	if err != nil {
@@ -118,15 +113,13 @@ func (c *Cluster) startWorker(ctx context.Context, w *Worker, images []imageRef)
 		return w.nsenter(append([]string{"ctr", "--address", containerdSocket}, args...)...)
 	}
 	if err := c.waitProcess(ctx, w.containerd, w.Name+"'s containerd (ctr version)", func(ctx context.Context) error {
-		argv := ctr("version")
-		_, err := runHost(ctx, argv[0], argv[1:]...)
+		_, err := runArgv(ctx, ctr("version"))
 		return err
 	}); err != nil {
 		return err
 	}
 	for _, im := range images {
-		argv := ctr("-n", "k8s.io", "images", "import", filepath.Join(c.opts.ImageDir, im.File))
-		if _, err := runHost(ctx, argv[0], argv[1:]...); err != nil {
+		if _, err := runArgv(ctx, ctr("-n", "k8s.io", "images", "import", filepath.Join(c.opts.ImageDir, im.File))); err != nil {
 			return fmt.Errorf("import %s: %w", im.Ref, err)
 		}
 	}
@@ -181,8 +174,7 @@ func (c *Cluster) setupMounts(ctx context.Context, w *Worker) error {
 		}
 		script = append(script, "mount --bind "+f+" /proc/sys/"+key)
 	}
-	argv := []string{"nsenter", "--target", strconv.Itoa(w.holder.Pid()), "--mount", "--", "sh", "-c", strings.Join(script, "\n")}
-	_, err = runHost(ctx, argv[0], argv[1:]...)
+	_, err = runArgv(ctx, []string{"nsenter", "--target", strconv.Itoa(w.holder.Pid()), "--mount", "--", "sh", "-c", strings.Join(script, "\n")})
 	return err
 }
 

@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-var metav1GetOptions = metav1.GetOptions{}
-
 // setupPodNetwork waits for each worker's Node and its podCIDRs (allocated by the
 // controller manager), writes the node's CNI configuration (ptp with host-local IPAM
 // on those CIDRs), routes the CIDRs between members, and waits until every Node is
@@ -22,7 +20,7 @@ var metav1GetOptions = metav1.GetOptions{}
 func (c *Cluster) setupPodNetwork(ctx context.Context) error {
 	for _, w := range c.Workers {
 		if err := c.waitProcess(ctx, w.kubelet, "Node "+w.Name+" with podCIDRs in both families", func(ctx context.Context) error {
-			n, err := c.Clientset.CoreV1().Nodes().Get(ctx, w.Name, metav1GetOptions)
+			n, err := c.Clientset.CoreV1().Nodes().Get(ctx, w.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -54,7 +52,7 @@ func (c *Cluster) setupPodNetwork(ctx context.Context) error {
 	}
 	for _, w := range c.Workers {
 		if err := c.waitProcess(ctx, w.kubelet, "Node "+w.Name+" Ready", func(ctx context.Context) error {
-			n, err := c.Clientset.CoreV1().Nodes().Get(ctx, w.Name, metav1GetOptions)
+			n, err := c.Clientset.CoreV1().Nodes().Get(ctx, w.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}

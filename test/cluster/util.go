@@ -20,3 +20,8 @@ func runHost(ctx context.Context, name string, args ...string) (string, error) {
 	}
 	return string(out), nil
 }
+
+// runArgv is runHost for a command line built as one slice (nsenter or ctr wrappers).
+func runArgv(ctx context.Context, argv []string) (string, error) {
+	return runHost(ctx, argv[0], argv[1:]...)
+}
