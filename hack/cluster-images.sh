@@ -49,6 +49,10 @@ echo "cluster-images: go build pause"
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$bin/pause" ./test/cluster/pause
 echo "cluster-images: go build kproxy-prober"
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$bin/kproxy-prober" ./test/cluster/cmd/kproxy-prober
+# Upstream's "boom server" of the invalid-conntrack-state spec, from the tools module.
+echo "cluster-images: go build regression-issue-74839"
+(cd hack/tools && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' \
+  -o "$root/$bin/regression-issue-74839" k8s.io/kubernetes/test/images/regression-issue-74839)
 for f in agnhost coredns kube-proxy-upstream; do
   [ -x "$bin/$f" ] || { echo "cluster-images: $bin/$f is missing (hack/build-tools.sh builds it)" >&2; exit 1; }
 done
@@ -162,9 +166,32 @@ pause_smoke() {
 inputs=("$bin/pause")
 make_image pause registry.k8s.io/pause:3.10.2
 
+# --- the boom server (test/images/regression-issue-74839): sends a TCP segment out of
+# the connection's window over a raw socket, so that conntrack marks it INVALID; the
+# Conntrack spec "should not be vulnerable to the invalid conntrack state bug" runs it.
+# Upstream's image is debian-base with the binary; the spec runs nothing else in it.
+regression_issue_74839_pkgs=()
+regression_issue_74839_rootfs() {
+  args=(--static-file "$bin/regression-issue-74839:/regression-issue-74839:0755"
+    --entrypoint '["/regression-issue-74839"]')
+}
+# The image has no shell: the binary runs chrooted, and without POD_IP(S) it panics
+# with "No valid IP found" (it ran, and read its environment).
+regression_issue_74839_smoke() {
+  local dir=$1 got
+  if got=$(env -i PATH="$DEBS_PATH" unshare --mount --net --fork chroot "$dir" /regression-issue-74839 2>&1); then
+    echo "regression-issue-74839 without POD_IP exited 0, want its panic" >&2
+    return 1
+  fi
+  grep -q "No valid IP found" <<<"$got" || { echo "regression-issue-74839: $got" >&2; return 1; }
+  echo "cluster-images:   /regression-issue-74839 runs (without POD_IP: No valid IP found)"
+}
+inputs=("$bin/regression-issue-74839")
+make_image regression-issue-74839 registry.k8s.io/e2e-test-images/regression-issue-74839:1.5
+
 # --- agnhost: upstream's Dockerfile (test/images/agnhost) on Debian instead of Alpine.
 agnhost_pkgs=(dash bash coreutils grep sed findutils procps curl netcat-openbsd wget
-  bind9-dnsutils iproute2 socat libc-bin netbase debianutils mawk iperf)
+  bind9-dnsutils iproute2 socat libc-bin netbase debianutils mawk iperf hostname)
 agnhost_rootfs() {
   local dir=$1
   DEBS_REMOVE=("${tc_atm[@]}")
@@ -196,7 +223,7 @@ agnhost_smoke() {
   smoke "$dir" /agnhost-2 --help
   for c in "bash --version" "nc -h" "curl --version" "wget --version" "dig -v" \
     "nslookup -version" "host -V" "ip -V" "ss -V" "socat -V" "find --version" "grep --version" "sed --version" "timeout --version" "awk -W version" \
-    "which nc" "getent group group-defined-in-image" "/coredns -version"; do
+    "which nc" "getent group group-defined-in-image" "/coredns -version" "hostname --version"; do
     # shellcheck disable=SC2086 # c is words
     smoke "$dir" $c
   done

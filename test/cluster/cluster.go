@@ -31,6 +31,10 @@ type Member struct {
 // sharing one private mount namespace.
 type Worker struct {
 	Member
+	// Zone is the Node's topology.kubernetes.io/zone: each worker is a zone of its own,
+	// so that the topology specs (Traffic Distribution, Topology Hints), which skip on
+	// fewer than 3 zones, run.
+	Zone     string
 	Dir      string
 	PodCIDRs []netip.Prefix
 

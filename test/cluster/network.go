@@ -37,7 +37,8 @@ func (c *Cluster) buildNetwork(ctx context.Context) error {
 	c.CP = Member{Name: "cp", V4: cp4, V6: cp6}
 	for i := 1; i <= c.opts.Workers; i++ {
 		v4, v6 := memberAddrs(controlPlaneHost + i)
-		c.Workers = append(c.Workers, &Worker{Member: Member{Name: fmt.Sprintf("node-%d", i), V4: v4, V6: v6}})
+		c.Workers = append(c.Workers, &Worker{Member: Member{Name: fmt.Sprintf("node-%d", i), V4: v4, V6: v6},
+			Zone: fmt.Sprintf("zone-%d", i)})
 	}
 	cl4, cl6 := memberAddrs(clientHost)
 	c.Client = Member{Name: "client", V4: cl4, V6: cl6}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // kernelTunables are the sysctls the kubelet checks (setupKernelTunables in upstream's
@@ -141,6 +142,7 @@ func (c *Cluster) startWorker(ctx context.Context, w *Worker, images []imageRef)
 		"--cert-dir="+w.path("kubelet-certs"),
 		"--hostname-override="+w.Name,
 		"--node-ip="+w.V4.String()+","+w.V6.String(),
+		"--node-labels="+corev1.LabelTopologyZone+"="+w.Zone,
 		"--v=1",
 	)...)
 	if err != nil {
