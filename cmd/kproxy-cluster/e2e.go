@@ -90,6 +90,55 @@ func cmdE2E(args []string) error {
 	})
 }
 
+// cmdTable writes the table of an e2e run again from its reports: the dry run's
+// listing picks the set's specs, and each proxy and mode with a report is a column, in
+// the order e2e runs them.
+func cmdTable(args []string) error {
+	fs := flag.NewFlagSet("table", flag.ExitOnError)
+	set := fs.String("set", "full", "spec set: short, full or slow")
+	proxies := fs.String("proxies", "upstream,kproxy", "proxies, in order")
+	modes := fs.String("modes", "nftables,iptables", "modes")
+	out := fs.String("out", "_output/cluster/e2e", "the e2e run's report directory")
+	table := fs.String("table", "", "write the Markdown table here too (the committed results)")
+	_ = fs.Parse(args)
+	outDir := defaultPath(*out)
+	all, _, err := cluster.ReadGinkgoReport(filepath.Join(outDir, "dry-run", "dry-run.json"))
+	if err != nil {
+		return fmt.Errorf("the e2e run's spec listing: %w", err)
+	}
+	specs, err := cluster.SelectSpecs(all, cluster.SpecSet(*set))
+	if err != nil {
+		return err
+	}
+	var cols []cluster.Column
+	for _, mode := range strings.Split(*modes, ",") {
+		for _, proxy := range strings.Split(*proxies, ",") {
+			dir := filepath.Join(outDir, *set, proxy+"-"+mode)
+			results, err := cluster.ReadRunResults(dir, specs)
+			if errors.Is(err, os.ErrNotExist) {
+				logf("table: no report in %s: no column %s %s", dir, proxy, mode)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			col := cluster.Column{Proxy: proxy, Mode: mode, Results: results}
+			logf("table: %s: %s", col.Title(), summary(results))
+			cols = append(cols, col)
+		}
+	}
+	if len(cols) == 0 {
+		return fmt.Errorf("no report under %s", filepath.Join(outDir, *set))
+	}
+	if err := writeTables(outDir, *set, *table, cols); err != nil {
+		return err
+	}
+	if reg := cluster.Regressions(cols); len(reg) > 0 {
+		return errors.New("kproxy failed specs that upstream passed:\n  " + strings.Join(reg, "\n  "))
+	}
+	return nil
+}
+
 func passedCount(results []cluster.SpecResult) int {
 	n := 0
 	for _, r := range results {

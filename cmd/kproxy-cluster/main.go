@@ -1,14 +1,17 @@
 // Command kproxy-cluster runs the real cluster of test/cluster (root):
 //
 //	kproxy-cluster up [--proxy-image REF] [--mode nftables|iptables] [--workers N] [--keep-workdir]
-//	kproxy-cluster e2e [--out DIR] [--focus-set short|full|slow] ...
+//	kproxy-cluster e2e [--out DIR] [--set short|full|slow] ...
+//	kproxy-cluster table [--out DIR] [--set short|full|slow] [--table FILE]
 //	kproxy-cluster takeover [--modes nftables,iptables] ...
 //
 // up brings the cluster up with kube-proxy as kubeadm's DaemonSet from an image
 // (kproxy's by default), then CoreDNS, prints how to reach it, and holds until Ctrl-C
 // (or SIGTERM), then tears everything down. e2e runs upstream's sig-network e2e specs
 // against upstream kube-proxy and kproxy in each mode on one cluster and writes the
-// table (make e2e-upstream). takeover swaps upstream's DaemonSet image for kproxy's and
+// table (make e2e-upstream); table writes that table again from the reports an e2e run
+// left in --out (no cluster: an interrupted run's columns, or a new table format).
+// takeover swaps upstream's DaemonSet image for kproxy's and
 // back under continuous probes.
 //
 // The binaries come from --bin-dir (hack/build-tools.sh), the images from --image-dir
@@ -31,7 +34,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: kproxy-cluster up|e2e|takeover [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kproxy-cluster up|e2e|table|takeover [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -40,6 +43,8 @@ func main() {
 		err = cmdUp(os.Args[2:])
 	case "e2e":
 		err = cmdE2E(os.Args[2:])
+	case "table":
+		err = cmdTable(os.Args[2:])
 	case "takeover":
 		err = cmdTakeover(os.Args[2:])
 	default:

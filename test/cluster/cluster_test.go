@@ -70,7 +70,7 @@ func TestFocusRegexpMatchesExactlyTheSpecs(t *testing.T) {
 
 func TestRegressionsAndTable(t *testing.T) {
 	cols := []Column{
-		{Proxy: "upstream", Mode: "nftables", Results: []SpecResult{{Name: "a", State: "passed", Seconds: 3}, {Name: "b", State: "failed"}, {Name: "c", State: "passed"}}},
+		{Proxy: "upstream", Mode: "nftables", Results: []SpecResult{{Name: "a", State: "passed", Seconds: 3}, {Name: "b", State: "failed", Failure: "no sctp"}, {Name: "c", State: "passed"}}},
 		{Proxy: "kproxy", Mode: "nftables", Results: []SpecResult{{Name: "a", State: "passed", Seconds: 2}, {Name: "b", State: "passed"}}},
 	}
 	reg := Regressions(cols)
@@ -82,7 +82,9 @@ func TestRegressionsAndTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "| spec | upstream nftables | kproxy nftables |\n|---|---|---|\n| **passed / failed / skipped** | 2 / 1 / 0 | 2 / 0 / 0 |\n" +
-		"| a | pass (3s) | pass (2s) |\n| b | failed | pass (0s) |\n| c | pass (0s) | not run |\n"
+		"| a | pass (3s) | pass (2s) |\n| b | failed | pass (0s) |\n| c | pass (0s) | not run |\n" +
+		"\n## The specs that did not pass, and why\n\nThe first line of ginkgo's failure or skip message, for each run that did not pass the spec.\n\n" +
+		"- b\n  - upstream nftables (failed): no sctp\n- c\n  - kproxy nftables (not run)\n"
 	if b.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
 	}

@@ -99,9 +99,18 @@ func (e *E2E) Run(ctx context.Context, dir string, specs []Spec) ([]SpecResult, 
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 2 * time.Minute
 	runErr := cmd.Run()
-	_, all, err := ReadGinkgoReport(filepath.Join(dir, "report.json"))
+	results, err := ReadRunResults(dir, specs)
 	if err != nil {
 		return nil, fmt.Errorf("ginkgo wrote no report (%w); see %s: %w", runErr, log.Name(), err)
+	}
+	return results, nil
+}
+
+// ReadRunResults reads the results of specs from the report that Run wrote in dir.
+func ReadRunResults(dir string, specs []Spec) ([]SpecResult, error) {
+	_, all, err := ReadGinkgoReport(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil, err
 	}
 	// The report lists every spec of the binary; the others are "skipped" by the focus.
 	want := make(map[string]bool, len(specs))

@@ -58,7 +58,8 @@ func Regressions(cols []Column) []string {
 }
 
 // WriteTable writes the Markdown table: one row per spec, one column per run, and
-// per column the counts of passed, failed and skipped specs.
+// per column the counts of passed, failed and skipped specs; then, for each spec that a
+// run did not pass, that run's reason.
 func WriteTable(w io.Writer, cols []Column) error {
 	names := map[string]bool{}
 	maps := make([]map[string]SpecResult, len(cols))
@@ -111,6 +112,47 @@ func WriteTable(w io.Writer, cols []Column) error {
 		}
 		b.WriteString("\n")
 	}
+	writeNotPassed(&b, cols, maps, sorted)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// maxReason bounds a failure message in the table's notes: the first line of a
+// failure names the cause; the rest is in the run's ginkgo.log.
+const maxReason = 240
+
+// writeNotPassed lists, for every spec that some run did not pass, each such run's
+// state and the first line of ginkgo's failure or skip message: a reader sees why
+// without the reports.
+func writeNotPassed(b *strings.Builder, cols []Column, maps []map[string]SpecResult, sorted []string) {
+	header := false
+	for _, n := range sorted {
+		var lines []string
+		for i, m := range maps {
+			r, ok := m[n]
+			if ok && r.State == "passed" {
+				continue
+			}
+			state, reason := "not run", ""
+			if ok {
+				state, reason = r.State, r.Failure
+			}
+			if r := []rune(reason); len(r) > maxReason {
+				reason = string(r[:maxReason]) + "…"
+			}
+			line := fmt.Sprintf("  - %s (%s)", cols[i].Title(), state)
+			if reason != "" {
+				line += ": " + strings.ReplaceAll(reason, "`", "'")
+			}
+			lines = append(lines, line)
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		if !header {
+			b.WriteString("\n## The specs that did not pass, and why\n\nThe first line of ginkgo's failure or skip message, for each run that did not pass the spec.\n\n")
+			header = true
+		}
+		b.WriteString("- " + strings.TrimPrefix(n, "[sig-network] ") + "\n" + strings.Join(lines, "\n") + "\n")
+	}
 }
