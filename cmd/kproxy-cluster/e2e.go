@@ -35,7 +35,7 @@ func cmdE2E(args []string) error {
 	defer cancel()
 	return withCluster(ctx, c, func(ctx context.Context, cl *cluster.Cluster) error {
 		e := &cluster.E2E{Cluster: cl, Procs: *procs}
-		all, err := e.ListSpecs(ctx, filepath.Join(outDir, "dry-run"))
+		all, err := e.ListSpecs(ctx, dryRunDir(outDir))
 		if err != nil {
 			return err
 		}
@@ -63,7 +63,7 @@ func cmdE2E(args []string) error {
 					dnsUp = true
 				}
 				logf("e2e: %s in %s mode runs as the DaemonSet (%s); running the specs", proxy, mode, image)
-				results, err := e.Run(ctx, filepath.Join(outDir, *set, proxy+"-"+mode), specs)
+				results, err := e.Run(ctx, columnDir(outDir, *set, proxy, mode), specs)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", proxy, mode, err)
 				}
@@ -82,8 +82,8 @@ func cmdE2E(args []string) error {
 				return fmt.Errorf("%s passed no spec: the run itself is broken (see %s)", col.Title(), filepath.Join(outDir, *set))
 			}
 		}
-		if reg := cluster.Regressions(cols); len(reg) > 0 {
-			return errors.New("kproxy failed specs that upstream passed:\n  " + strings.Join(reg, "\n  "))
+		if err := regressionsError(cols); err != nil {
+			return err
 		}
 		logf("e2e: kproxy passed every spec that upstream passed (table: %s)", filepath.Join(outDir, *set, "table.md"))
 		return nil
@@ -102,7 +102,7 @@ func cmdTable(args []string) error {
 	table := fs.String("table", "", "write the Markdown table here too (the committed results)")
 	_ = fs.Parse(args)
 	outDir := defaultPath(*out)
-	all, _, err := cluster.ReadGinkgoReport(filepath.Join(outDir, "dry-run", "dry-run.json"))
+	all, err := cluster.ReadSpecListing(dryRunDir(outDir))
 	if err != nil {
 		return fmt.Errorf("the e2e run's spec listing: %w", err)
 	}
@@ -113,7 +113,7 @@ func cmdTable(args []string) error {
 	var cols []cluster.Column
 	for _, mode := range strings.Split(*modes, ",") {
 		for _, proxy := range strings.Split(*proxies, ",") {
-			dir := filepath.Join(outDir, *set, proxy+"-"+mode)
+			dir := columnDir(outDir, *set, proxy, mode)
 			results, err := cluster.ReadRunResults(dir, specs)
 			if errors.Is(err, os.ErrNotExist) {
 				logf("table: no report in %s: no column %s %s", dir, proxy, mode)
@@ -133,6 +133,20 @@ func cmdTable(args []string) error {
 	if err := writeTables(outDir, *set, *table, cols); err != nil {
 		return err
 	}
+	return regressionsError(cols)
+}
+
+// dryRunDir and columnDir are where e2e keeps, under --out, the binary's spec listing
+// and each column's reports; table reads them back from there.
+func dryRunDir(outDir string) string { return filepath.Join(outDir, "dry-run") }
+
+func columnDir(outDir, set, proxy, mode string) string {
+	return filepath.Join(outDir, set, proxy+"-"+mode)
+}
+
+// regressionsError is the failure of a run in which kproxy failed specs that upstream
+// passed in the same mode, nil when there are none.
+func regressionsError(cols []cluster.Column) error {
 	if reg := cluster.Regressions(cols); len(reg) > 0 {
 		return errors.New("kproxy failed specs that upstream passed:\n  " + strings.Join(reg, "\n  "))
 	}

@@ -55,7 +55,7 @@ func (e *E2E) ListSpecs(ctx context.Context, dir string) ([]Spec, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	report := filepath.Join(dir, "dry-run.json")
+	report := filepath.Join(dir, dryRunReport)
 	cmd := exec.CommandContext(ctx, e.Binary, "--ginkgo.dry-run", "--ginkgo.json-report="+report, "--ginkgo.no-color")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -63,7 +63,15 @@ func (e *E2E) ListSpecs(ctx context.Context, dir string) ([]Spec, error) {
 			return nil, fmt.Errorf("e2e dry run: %w: %s", err, tail(string(out), 20))
 		}
 	}
-	specs, _, err := ReadGinkgoReport(report)
+	return ReadSpecListing(dir)
+}
+
+// dryRunReport is the file in ListSpecs' dir that holds the dry run's report.
+const dryRunReport = "dry-run.json"
+
+// ReadSpecListing reads the spec listing that ListSpecs left in dir.
+func ReadSpecListing(dir string) ([]Spec, error) {
+	specs, _, err := ReadGinkgoReport(filepath.Join(dir, dryRunReport))
 	return specs, err
 }
 

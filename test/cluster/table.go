@@ -137,8 +137,8 @@ func writeNotPassed(b *strings.Builder, cols []Column, maps []map[string]SpecRes
 			if ok {
 				state, reason = r.State, r.Failure
 			}
-			if r := []rune(reason); len(r) > maxReason {
-				reason = string(r[:maxReason]) + "…"
+			if runes := []rune(reason); len(runes) > maxReason {
+				reason = string(runes[:maxReason]) + "…"
 			}
 			line := fmt.Sprintf("  - %s (%s)", cols[i].Title(), state)
 			if reason != "" {
