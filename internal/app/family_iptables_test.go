@@ -43,7 +43,7 @@ func syncedRules(t *testing.T, p familyParams, sys *sysctl.Fake) (string, *iptab
 		t.Fatal(err)
 	}
 	defer fp.close()
-	if err := fp.syncer.(*dpipt.Proxier).Sync(context.Background()); err != nil {
+	if _, err := fp.syncer.(*dpipt.Proxier).Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return fake.Dump(iptables.TableFilter) + fake.Dump(iptables.TableNAT), fake
@@ -134,7 +134,7 @@ func TestIPTablesCanaryMonitor(t *testing.T) {
 	}
 	defer fp.close()
 	proxier := fp.syncer.(*dpipt.Proxier)
-	if err := proxier.Sync(context.Background()); err != nil {
+	if _, err := proxier.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	restores := len(fake.Restores())
@@ -170,7 +170,7 @@ func TestIPTablesCanaryMonitor(t *testing.T) {
 	case <-deadline:
 		t.Fatal("no sync triggered after the canaries disappeared")
 	}
-	if err := proxier.Sync(context.Background()); err != nil {
+	if _, err := proxier.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if all := fake.Restores(); len(all) != restores+1 || !strings.Contains(all[len(all)-1], ":KUBE-SERVICES - [0:0]") {

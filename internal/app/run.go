@@ -200,13 +200,15 @@ func (d *daemon) run(ctx context.Context) error {
 // each sync the pending-change gauges show what arrived meanwhile.
 func newRunner(cfg *config.Config, syncers map[v1.IPFamily]syncer.Syncer, pending func() (services, endpoints int), m *metrics.Metrics) (*syncer.Runner, error) {
 	families := syncer.NewFamilies(syncers)
-	sync := func(ctx context.Context) error {
-		err := families.Sync(ctx)
+	sync := func(ctx context.Context) (bool, error) {
+		wrote, err := families.Sync(ctx)
 		m.SetPendingChanges(pending())
-		return err
+		return wrote, err
 	}
-	// minSyncPeriod bounds how often rules are written; a failed sync is retried
-	// after syncPeriod; and rules are rewritten at least every hour as upstream.
+	// minSyncPeriod bounds how often rules are written (a sync that writes nothing
+	// does not delay the next, see internal/syncer); a failed sync is retried with
+	// back-off from 1 s up to syncPeriod; and rules are rewritten at least every
+	// hour as upstream.
 	return syncer.NewRunner("sync-runner", sync, cfg.MinSyncPeriod, cfg.SyncPeriod, time.Hour)
 }
 

@@ -4,15 +4,17 @@
 //
 // # Runner contract
 //
-// A Runner owns one work function fn(ctx) error and calls it from a single goroutine,
-// the one running Loop(ctx). Nothing else ever calls fn, so fn needs no locking
-// against itself.
+// A Runner owns one work function fn(ctx) (wrote bool, err error) and calls it from
+// a single goroutine, the one running Loop(ctx). Nothing else ever calls fn, so fn
+// needs no locking against itself.
 //
 //   - Run() requests a sync and never blocks. While Loop is idle the request runs
 //     at once. Requests that arrive while fn runs, or while the runner waits out
 //     minInterval, coalesce into exactly one later run.
-//   - minInterval is the least time between the end of one run and the start of the
-//     next (upstream: minSyncPeriod). 0 means no limit.
+//   - minInterval is the least time between the end of a run that wrote to the
+//     kernel (or failed) and the start of the next (upstream: minSyncPeriod). 0 means
+//     no limit. A run that wrote nothing leaves no cooldown; see "How this differs
+//     from upstream" below.
 //   - maxInterval bounds the time between runs: with no Run() call, fn still runs
 //     maxInterval after the previous run ended (upstream passes 1h for nftables and
 //     iptables; the caller passes it in).
@@ -36,6 +38,26 @@
 //
 // All timing goes through an injected k8s.io/utils/clock.Clock, so tests drive it
 // with clock/testing.FakeClock.
+//
+// # How this differs from upstream
+//
+// Upstream's BoundedFrequencyRunner (pkg/proxy/runner) waits minInterval after every
+// run, including runs that find nothing to write: the periodic ones, and those
+// triggered by events that change nothing in the rules (an EndpointSlice update that
+// only touches fields the proxy ignores, a Node update). A change arriving just after
+// such a run then waits out the whole cooldown: measured at 10,000 Services with the
+// default 1 s, about one change in 50 waited half a second (p99 646 ms against a p50
+// of 2.7 ms). Here the SyncFunc reports whether it wrote, and only a run that wrote
+// (or failed) starts the cooldown.
+//
+// This is safe because minInterval exists to bound kernel writes under churn
+// (upstream's configuration documents minSyncPeriod as "the minimum period between
+// iptables rule resyncs"), and it still does: between two runs that write there is always
+// at least minInterval. What a run that writes nothing costs is the model's commit,
+// in time proportional to the events it drains, and each such run needs a Run()
+// request (an event) to happen at all, so no loop can spin. Failed runs keep the
+// cooldown and the back-off below, so a kernel that keeps refusing is not retried
+// faster than upstream's bound.
 //
 // # Dual-stack fan-out
 //

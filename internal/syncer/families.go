@@ -9,16 +9,17 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// Syncer is a proxier for one IP family, as seen by the sync loop.
+// Syncer is a proxier for one IP family, as seen by the sync loop. Sync reports
+// whether it sent anything to the kernel (see SyncFunc).
 type Syncer interface {
-	Sync(ctx context.Context) error
+	Sync(ctx context.Context) (wrote bool, err error)
 }
 
 // SyncerFunc adapts a function to Syncer.
-type SyncerFunc func(ctx context.Context) error
+type SyncerFunc func(ctx context.Context) (bool, error)
 
 // Sync calls f.
-func (f SyncerFunc) Sync(ctx context.Context) error { return f(ctx) }
+func (f SyncerFunc) Sync(ctx context.Context) (bool, error) { return f(ctx) }
 
 type familySyncer struct {
 	family v1.IPFamily
@@ -55,15 +56,18 @@ func NewFamilies(syncers map[v1.IPFamily]Syncer) *Families {
 }
 
 // Sync syncs every family, even when an earlier one fails, and returns their errors
-// joined, each wrapped as "<family>: <err>".
-func (f *Families) Sync(ctx context.Context) error {
+// joined, each wrapped as "<family>: <err>". It reports whether any family wrote.
+func (f *Families) Sync(ctx context.Context) (bool, error) {
 	var errs []error
+	wrote := false
 	for _, m := range f.members {
-		if err := m.syncer.Sync(ctx); err != nil {
+		w, err := m.syncer.Sync(ctx)
+		wrote = wrote || w
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", m.family, err))
 		}
 	}
-	return errors.Join(errs...)
+	return wrote, errors.Join(errs...)
 }
 
 // Families reports which IP families are synced, in sync order.

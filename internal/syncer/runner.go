@@ -11,8 +11,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// SyncFunc is the work a Runner schedules.
-type SyncFunc func(ctx context.Context) error
+// SyncFunc is the work a Runner schedules. wrote reports whether the run sent anything
+// to the kernel, accepted or not: only such a run (or a failed one) makes the next run
+// wait minInterval, since minInterval exists to bound kernel writes under churn.
+type SyncFunc func(ctx context.Context) (wrote bool, err error)
 
 // Runner calls a SyncFunc with bounded frequency; see the package documentation.
 type Runner struct {
@@ -110,7 +112,7 @@ func (r *Runner) Loop(ctx context.Context) error {
 		// for tests, and the drain keeps a stale expiry from causing a spurious run.
 		stopAndDrain(nextRun)
 
-		err := r.fn(ctx)
+		wrote, err := r.fn(ctx)
 
 		next := r.maxInterval
 		if err != nil {
@@ -122,7 +124,11 @@ func (r *Runner) Loop(ctx context.Context) error {
 		}
 		nextRun.Reset(next)
 
-		if r.minInterval > 0 {
+		// A run that wrote nothing (a periodic run, or one whose changes rendered to
+		// nothing) does not delay the next: a change arriving just after it is
+		// applied at once. A failed run counts as a write, so that a persistent
+		// failure cannot turn a stream of events into back-to-back attempts.
+		if r.minInterval > 0 && (wrote || err != nil) {
 			cooldown := r.clock.NewTimer(r.minInterval)
 			select {
 			case <-ctx.Done():

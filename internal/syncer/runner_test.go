@@ -12,12 +12,18 @@ import (
 
 const waitBound = 5 * time.Second
 
+// result is what the test makes one call of fn return.
+type result struct {
+	wrote bool
+	err   error
+}
+
 // harness runs a Runner whose fn hands each call to the test, which decides its result.
 type harness struct {
 	t      *testing.T
 	clock  *clocktesting.FakeClock
 	runner *Runner
-	calls  chan chan error
+	calls  chan chan result
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -27,21 +33,21 @@ func newHarness(t *testing.T, minInterval, retryInterval, maxInterval time.Durat
 	h := &harness{
 		t:     t,
 		clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
-		calls: make(chan chan error),
+		calls: make(chan chan result),
 		done:  make(chan error, 1),
 	}
-	fn := func(ctx context.Context) error {
-		reply := make(chan error)
+	fn := func(ctx context.Context) (bool, error) {
+		reply := make(chan result)
 		select {
 		case h.calls <- reply:
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 		select {
-		case err := <-reply:
-			return err
+		case res := <-reply:
+			return res.wrote, res.err
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 	}
 	r, err := NewRunner("test", fn, minInterval, retryInterval, maxInterval, WithClock(h.clock))
@@ -79,12 +85,19 @@ func (h *harness) waitWaiters(n int) {
 	}
 }
 
-// expectCall waits for fn to be called and makes it return err.
+// expectCall waits for fn to be called and makes it return err, as a run that
+// wrote to the kernel.
 func (h *harness) expectCall(err error) {
+	h.t.Helper()
+	h.expectCallResult(result{wrote: true, err: err})
+}
+
+// expectCallResult waits for fn to be called and makes it return res.
+func (h *harness) expectCallResult(res result) {
 	h.t.Helper()
 	select {
 	case reply := <-h.calls:
-		reply <- err
+		reply <- res
 	case <-time.After(waitBound):
 		h.t.Fatalf("fn was not called")
 	}
@@ -96,7 +109,7 @@ func (h *harness) expectNoCall() {
 	h.t.Helper()
 	select {
 	case reply := <-h.calls:
-		reply <- nil
+		reply <- result{}
 		h.t.Fatalf("fn called unexpectedly")
 	default:
 	}
@@ -141,7 +154,7 @@ func TestRequestDuringRunRunsOnceMore(t *testing.T) {
 	case reply := <-h.calls:
 		h.runner.Run() // arrives while fn runs
 		h.runner.Run()
-		reply <- nil
+		reply <- result{wrote: true}
 	case <-time.After(waitBound):
 		t.Fatal("fn was not called")
 	}
@@ -153,6 +166,40 @@ func TestRequestDuringRunRunsOnceMore(t *testing.T) {
 	h.clock.Step(time.Second)
 	h.waitWaiters(1)
 	h.expectNoCall()
+}
+
+// A run that wrote nothing (the periodic run, or one whose changes rendered to
+// nothing) leaves no cooldown: the change arriving right after it is applied at
+// once, and a run that writes then bounds the next one as usual.
+func TestRunThatWroteNothingHasNoCooldown(t *testing.T) {
+	h := newHarness(t, time.Second, 10*time.Second, time.Hour)
+	h.waitWaiters(1)
+	h.runner.Run()
+	h.expectCallResult(result{wrote: false})
+	h.waitWaiters(1) // idle at once: no cooldown timer
+	h.runner.Run()
+	h.expectCall(nil) // no clock step needed
+	h.waitWaiters(2)  // this one wrote: cooling down
+	h.runner.Run()
+	h.expectNoCall()
+	h.clock.Step(time.Second)
+	h.expectCallResult(result{wrote: false})
+	h.waitWaiters(1)
+	h.expectNoCall()
+}
+
+// A failed run cools down even if it reports no write, so that a persistent
+// failure cannot turn a stream of events into back-to-back attempts.
+func TestFailedRunCoolsDownEvenWithoutWrite(t *testing.T) {
+	h := newHarness(t, time.Second, 10*time.Second, time.Hour)
+	h.waitWaiters(1)
+	h.runner.Run()
+	h.expectCallResult(result{wrote: false, err: errors.New("boom")})
+	h.waitWaiters(2)
+	h.runner.Run()
+	h.expectNoCall()
+	h.clock.Step(time.Second)
+	h.expectCall(nil)
 }
 
 func TestZeroMinIntervalHasNoCooldown(t *testing.T) {
@@ -279,7 +326,7 @@ func TestLoopOnlyOnce(t *testing.T) {
 }
 
 func TestNewRunnerValidates(t *testing.T) {
-	fn := func(context.Context) error { return nil }
+	fn := func(context.Context) (bool, error) { return false, nil }
 	tests := []struct {
 		name               string
 		fn                 SyncFunc

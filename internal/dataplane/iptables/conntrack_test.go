@@ -107,7 +107,7 @@ func TestConntrackCleanupWaitsForSuccessfulSync(t *testing.T) {
 	// Both the partial restore and the full one that follows fail.
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
-	if err := f.proxier.Sync(context.Background()); err == nil {
+	if _, err := f.proxier.Sync(context.Background()); err == nil {
 		t.Fatal("Sync succeeded despite the failed restores")
 	}
 	// The rules still send traffic to 10.0.2.2: its flows must stay.

@@ -145,7 +145,8 @@ func (p *Proxier) Precommit() { p.commits.Precommit() }
 func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
 
 // Sync applies every change committed to the model since the last successful Sync.
-func (p *Proxier) Sync(ctx context.Context) error {
+// It reports whether it sent anything to the kernel (accepted or not).
+func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
 	ctx = klog.NewContext(ctx, logger)
 	start := p.cfg.Clock.Now()
@@ -162,12 +163,12 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	}
 
 	if !full {
-		err := p.partialSync(ctx, update, baseChanged)
+		wrote, err := p.partialSync(ctx, update, baseChanged)
 		if err == nil {
 			logger.V(2).Info("Synced iptables rules", "full", false, "changed", len(update.Changed), "deleted", len(update.Deleted),
 				"elapsed", p.cfg.Clock.Since(start))
 			p.followUp.Succeeded(ctx, update, start, false)
-			return nil
+			return wrote, nil
 		}
 		// What the kernel holds is unknown now (the legacy backend commits table by
 		// table): rewrite everything at once, as upstream's next sync would.
@@ -180,17 +181,17 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	if err := p.fullSync(ctx, start); err != nil {
 		p.applied = nil
 		p.followUp.Failed(update)
-		return err
+		return true, err
 	}
 	logger.V(2).Info("Synced iptables rules", "full", true, "services", p.applied.Len(), "endpoints", p.total,
 		"elapsed", p.cfg.Clock.Since(start))
 	p.followUp.Succeeded(ctx, update, start, true)
-	return nil
+	return true, nil
 }
 
 // partialSync writes the fragments of the ServicePorts that changed, and the new
-// base fragment when baseChanged.
-func (p *Proxier) partialSync(ctx context.Context, update *model.Update, baseChanged bool) error {
+// base fragment when baseChanged; it reports whether it wrote anything.
+func (p *Proxier) partialSync(ctx context.Context, update *model.Update, baseChanged bool) (bool, error) {
 	updates := make(map[model.ServicePortName]*render.Fragment, len(update.Changed)+len(update.Deleted))
 	for _, name := range update.Changed {
 		if view := p.cfg.State.View(name); view != nil {
@@ -208,9 +209,10 @@ func (p *Proxier) partialSync(ctx context.Context, update *model.Update, baseCha
 	}
 	p.buf.Reset()
 	plan := p.applied.Plan(&p.buf, newBase, updates)
-	if p.buf.Len() > 0 {
+	wrote := p.buf.Len() > 0
+	if wrote {
 		if err := p.restore(ctx, false); err != nil {
-			return err
+			return true, err
 		}
 	}
 	p.applied.Commit(plan)
@@ -218,7 +220,7 @@ func (p *Proxier) partialSync(ctx context.Context, update *model.Update, baseCha
 		p.base = newBase
 	}
 	p.recordRules(plan.Written)
-	return nil
+	return wrote, nil
 }
 
 // fullSync ensures the jumps from the built-in chains, then rewrites every chain of

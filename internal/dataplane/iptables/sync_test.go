@@ -225,7 +225,7 @@ func TestFailedFullRestore(t *testing.T) {
 			if !first {
 				f.ipt.FailNext(iptables.OpRestore, errInjected)
 			}
-			err := f.proxier.Sync(context.Background())
+			_, err := f.proxier.Sync(context.Background())
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("Sync error = %v, want the restore's error", err)
 			}
@@ -259,7 +259,7 @@ func TestJumpFailureFailsTheSync(t *testing.T) {
 	f := newFixture(t)
 	addStandardServices(f)
 	f.ipt.FailNext(iptables.OpEnsureRule, errInjected)
-	if err := f.proxier.Sync(context.Background()); !errors.Is(err, errInjected) {
+	if _, err := f.proxier.Sync(context.Background()); !errors.Is(err, errInjected) {
 		t.Fatalf("Sync error = %v, want the EnsureRule error", err)
 	}
 	if f.restores() != 0 {
@@ -430,7 +430,7 @@ func TestServiceHealth(t *testing.T) {
 		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
-	if err := f.proxier.Sync(context.Background()); err == nil {
+	if _, err := f.proxier.Sync(context.Background()); err == nil {
 		t.Fatal("Sync succeeded despite the failed restores")
 	}
 	f.sync()
@@ -539,4 +539,9 @@ func TestPrecommit(t *testing.T) {
 	}
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
+}
+
+func TestSyncReportsWhetherItWrote(t *testing.T) {
+	f := newFixture(t)
+	dptest.CheckSyncReportsWrites(t, f.proxier.Sync, f.state)
 }

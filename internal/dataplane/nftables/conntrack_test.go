@@ -104,7 +104,7 @@ func TestConntrackCleanupWaitsForSuccessfulSync(t *testing.T) {
 	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
 		dptest.Ready("10.0.1.2", testNodeName)))
 	f.nft.failNext = 1
-	if err := f.proxier.Sync(context.Background()); err == nil {
+	if _, err := f.proxier.Sync(context.Background()); err == nil {
 		t.Fatal("Sync succeeded despite the failed transaction")
 	}
 	// The rules still send traffic to 10.0.2.2: its flows must stay.

@@ -135,7 +135,7 @@ func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 
 func (f *fixture) sync() {
 	f.t.Helper()
-	if err := f.proxier.Sync(context.Background()); err != nil {
+	if _, err := f.proxier.Sync(context.Background()); err != nil {
 		f.t.Fatalf("Sync: %v", err)
 	}
 }

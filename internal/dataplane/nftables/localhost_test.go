@@ -77,7 +77,7 @@ func TestLocalhostNodePortListenersFollowSyncs(t *testing.T) {
 	f.state.OnEndpointSliceAdd(dptest.Slice("ns3", "np", "np-2", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.10", "node-b")))
 	f.nft.failNext = 1
 	n = len(fake.Syncs())
-	if err := f.proxier.Sync(context.Background()); err == nil {
+	if _, err := f.proxier.Sync(context.Background()); err == nil {
 		t.Fatal("the injected failure did not fail the sync")
 	}
 	if len(fake.Syncs()) != n {

@@ -33,7 +33,7 @@ func TestNetworkProgrammingDuration(t *testing.T) {
 	f.state.OnEndpointSliceUpdate(nil, dptest.WithTriggerTime(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.3.2", "node-c")), changed))
 	f.nft.failNext = 1
-	_ = f.proxier.Sync(context.Background())
+	_, _ = f.proxier.Sync(context.Background())
 	if count, _ := f.histogram("kubeproxy_network_programming_duration_seconds", ipv4Label); count != 1 {
 		t.Errorf("a failed sync observed network programming latency")
 	}
@@ -74,7 +74,7 @@ func TestNoLocalEndpointsGauge(t *testing.T) {
 
 	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.3", "node-b")))
 	f.nft.failNext = 1
-	_ = f.proxier.Sync(context.Background())
+	_, _ = f.proxier.Sync(context.Background())
 	f.sync() // full resync recomputes the gauge from the whole model
 	check("after a failed sync and recovery", 0, 1)
 }

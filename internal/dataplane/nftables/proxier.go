@@ -141,7 +141,8 @@ func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
 }
 
 // Sync applies every change committed to the model since the last successful Sync.
-func (p *Proxier) Sync(ctx context.Context) error {
+// It reports whether it sent a transaction to the kernel (accepted or not).
+func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
 	start := p.cfg.Clock.Now()
 	update := p.commits.Commit()
@@ -152,7 +153,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	if !full && !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0 {
 		p.followUp.Succeeded(ctx, update, start, false)
 		p.afterSync(ctx, false, update.Changed, update.Deleted)
-		return nil
+		return false, nil
 	}
 
 	var (
@@ -217,14 +218,14 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		p.applied = nil
 		p.followUp.Failed(update)
 		p.cfg.Metrics.IncNFTablesSyncFailures()
-		return fmt.Errorf("nftables %s transaction (%d operations, full=%t): %w", p.cfg.Family, ops, full, err)
+		return true, fmt.Errorf("nftables %s transaction (%d operations, full=%t): %w", p.cfg.Family, ops, full, err)
 	}
 	commit()
 	logger.V(2).Info("Synced nftables rules", "full", full, "changed", len(update.Changed), "deleted", len(update.Deleted),
 		"operations", ops, "elapsed", p.cfg.Clock.Since(start))
 	p.followUp.Succeeded(ctx, update, start, full)
 	p.afterSync(ctx, full, update.Changed, update.Deleted)
-	return nil
+	return ops > 0, nil
 }
 
 func (p *Proxier) afterSync(ctx context.Context, full bool, changed, deleted []model.ServicePortName) {

@@ -116,7 +116,7 @@ func TestFullSyncAsScript(t *testing.T) {
 
 	// The refresh, then the replacement of the table, fail.
 	writer.failures = 2
-	if err := f.proxier.Sync(context.Background()); err == nil {
+	if _, err := f.proxier.Sync(context.Background()); err == nil {
 		t.Fatal("Sync succeeded although the writer failed")
 	}
 	if writer.calls != 2 || writer.runs() != 0 {

@@ -175,7 +175,7 @@ func TestFailedTransaction(t *testing.T) {
 				// instead: both must fail for the sync to fail.
 				f.nft.failNext = 2
 			}
-			err := f.proxier.Sync(context.Background())
+			_, err := f.proxier.Sync(context.Background())
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("Sync error = %v, want the transaction's error", err)
 			}
@@ -396,7 +396,7 @@ func TestServiceHealthChangeSurvivesFailedSync(t *testing.T) {
 	f.state.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
 		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
 	f.nft.failNext = 1
-	if err := f.proxier.Sync(context.Background()); err == nil {
+	if _, err := f.proxier.Sync(context.Background()); err == nil {
 		t.Fatal("Sync succeeded despite the failed transaction")
 	}
 	f.sync()
@@ -414,7 +414,7 @@ func TestHealthUpdatedOncePerSuccessfulSync(t *testing.T) {
 	f.sync()
 	f.nft.failNext = 1
 	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
-	_ = f.proxier.Sync(context.Background())
+	_, _ = f.proxier.Sync(context.Background())
 	f.sync()
 	if got := f.health.Count(v1.IPv4Protocol); got != 3 {
 		t.Errorf("health Updated %d times for 3 successful syncs", got)
@@ -582,4 +582,9 @@ func TestRefusedRefreshReplacesTable(t *testing.T) {
 		t.Errorf("sync failures = %v, want 0", n)
 	}
 	f.checkTableIsFullRender(testRenderConfig())
+}
+
+func TestSyncReportsWhetherItWrote(t *testing.T) {
+	f := newFixture(t)
+	dptest.CheckSyncReportsWrites(t, f.proxier.Sync, f.state)
 }
