@@ -8,6 +8,10 @@
 //   - ServicePortsForFamily converts a v1.Service into the ServicePorts of one IP family.
 //   - EndpointsForService merges a Service's EndpointSlices into per-port endpoints.
 //   - CategorizeEndpoints splits a port's endpoints by traffic policy and topology.
+//   - DecideRouting decides, once for every mode, which endpoint selection serves
+//     internal and external traffic, whether the external entry point exists,
+//     masquerades or short-circuits, and whether unserved traffic is rejected or
+//     dropped (Routing); the renderers read it instead of deciding again.
 //   - State tracks changes from informers (On* handlers, safe from any goroutine) and
 //     applies them on Commit, which costs time proportional to what changed and returns
 //     an Update describing exactly that. After Commit the sync loop reads cached

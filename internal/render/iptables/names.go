@@ -73,6 +73,15 @@ func namesFor(name *model.ServicePortName) serviceNames {
 	}
 }
 
+// policy names the Local-policy chain (local) or the Cluster-policy one, as
+// model.Routing designates them.
+func (n *serviceNames) policy(local bool) string {
+	if local {
+		return n.localPolicy
+	}
+	return n.clusterPolicy
+}
+
 // endpointChain is upstream's servicePortEndpointChainName: KUBE-SEP- and 16 base32
 // characters of the SHA-256 of "ns/name:port" + protocol + "ip:port".
 func (n serviceNames) endpointChain(ep *model.Endpoint) string {

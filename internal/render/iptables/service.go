@@ -96,23 +96,13 @@ func (r *serviceRenderer) render() {
 		}
 	}
 
-	usesClusterChain := len(clusterEps) > 0 && sp.UsesClusterEndpoints()
-	usesLocalChain := len(localEps) > 0 && sp.UsesLocalEndpoints()
-
-	// Upstream's variables. Unlike upstream, a policy chain is only targeted when
-	// it is rendered (upstream relies on the model never giving a Service
-	// endpoints without Cluster endpoints); the nftables renderer does the same.
-	internalChain, hasInternal := n.clusterPolicy, hasEndpoints && usesClusterChain
-	if sp.InternalPolicyLocal {
-		internalChain, hasInternal = n.localPolicy, hasEndpoints && usesLocalChain
-	}
-	externalPolicyChain, hasExternal := n.clusterPolicy, hasEndpoints && usesClusterChain
-	if sp.ExternalPolicyLocal {
-		externalPolicyChain, hasExternal = n.localPolicy, hasEndpoints && usesLocalChain
-	}
-	// The external chain exists whenever the Service has endpoints somewhere: it
-	// short-circuits traffic from pods and the node even without usable endpoints.
-	usesExternalChain := hasEndpoints && sp.ExternallyAccessible()
+	// The decisions every mode shares (model.Routing); upstream's variables.
+	rt := model.DecideRouting(sp, hasEndpoints, len(clusterEps), len(localEps))
+	usesClusterChain, usesLocalChain, usesExternalChain := rt.ClusterSelection, rt.LocalSelection, rt.ExternalEntry
+	internalChain, hasInternal := n.policy(rt.InternalLocal), rt.InternalServed
+	externalPolicyChain, hasExternal := n.policy(rt.ExternalLocal), rt.ExternalServed
+	// As upstream's iptables mode, no firewall without endpoints (its nftables mode
+	// has one either way).
 	usesFWChain := hasEndpoints && len(lbVIPs) > 0 && len(sourceRanges) > 0
 	lbChain := n.external
 	if usesFWChain {
@@ -120,7 +110,7 @@ func (r *serviceRenderer) render() {
 	}
 
 	var internalTarget, internalComment, externalTarget, externalComment string
-	if !hasEndpoints {
+	if rt.RejectUnserved {
 		internalTarget, externalTarget = "REJECT", "REJECT"
 		internalComment = n.port + " has no endpoints"
 		externalComment = internalComment
@@ -210,7 +200,7 @@ func (r *serviceRenderer) render() {
 		internalMasq.jump(ChainMarkMasq)
 	}
 	if usesExternalChain {
-		r.chain(n.external, r.externalChain(usesClusterChain, hasExternal, externalPolicyChain))
+		r.chain(n.external, r.externalChain(&rt, externalPolicyChain))
 	}
 	if usesFWChain {
 		r.chain(n.firewall, r.firewallChain(lbVIPs, sourceRanges))
@@ -243,13 +233,13 @@ func (r *serviceRenderer) render() {
 // externalChain handles traffic to NodePorts, external IPs and LB VIPs before the
 // policy chain: masquerade for Cluster policy; for Local policy, short-circuit
 // traffic from local pods and from the node itself to the Cluster policy chain.
-func (r *serviceRenderer) externalChain(hasClusterChain, hasExternal bool, externalPolicyChain string) []*rule {
+func (r *serviceRenderer) externalChain(rt *model.Routing, externalPolicyChain string) []*rule {
 	cfg, n := r.cfg, &r.names
 	var rules []*rule
-	if !r.sp.ExternalPolicyLocal {
+	if rt.MasqueradeExternal {
 		// Endpoints may be on other nodes: masquerade so replies come back here.
 		rules = append(rules, newRule().comment("masquerade traffic for "+n.port+" external destinations").jump(ChainMarkMasq))
-	} else if hasClusterChain {
+	} else if rt.ShortCircuitLocal {
 		if cfg.localDetectorImplemented() {
 			// Pod -> external destination traffic skips the traffic policy, as if
 			// it went out to the load balancer and came back.
@@ -266,7 +256,7 @@ func (r *serviceRenderer) externalChain(hasClusterChain, hasExternal bool, exter
 				match("addrtype", "--src-type", "LOCAL").jump(n.clusterPolicy),
 		)
 	}
-	if hasExternal {
+	if rt.ExternalServed {
 		rules = append(rules, newRule().jump(externalPolicyChain))
 	}
 	return rules

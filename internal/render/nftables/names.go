@@ -80,6 +80,15 @@ type serviceNames struct {
 	clusterPolicy, localPolicy, external, firewall string
 }
 
+// policy names the Local-policy chain (local) or the Cluster-policy one, as
+// model.Routing designates them.
+func (n *serviceNames) policy(local bool) string {
+	if local {
+		return n.localPolicy
+	}
+	return n.clusterPolicy
+}
+
 func namesFor(name *model.ServicePortName) serviceNames {
 	base := serviceNameBase(name)
 	return serviceNames{

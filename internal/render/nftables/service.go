@@ -76,25 +76,15 @@ func (r *serviceRenderer) render() {
 		}
 	}
 
-	usesClusterChain := len(clusterEps) > 0 && sp.UsesClusterEndpoints()
-	usesLocalChain := len(localEps) > 0 && sp.UsesLocalEndpoints()
-
-	internalChain, hasInternal := r.names.clusterPolicy, hasEndpoints && usesClusterChain
-	if sp.InternalPolicyLocal {
-		internalChain, hasInternal = r.names.localPolicy, hasEndpoints && usesLocalChain
-	}
-	externalPolicyChain, hasExternal := r.names.clusterPolicy, hasEndpoints && usesClusterChain
-	if sp.ExternalPolicyLocal {
-		externalPolicyChain, hasExternal = r.names.localPolicy, hasEndpoints && usesLocalChain
-	}
-	// The external chain exists whenever the Service has endpoints somewhere, even
-	// with none usable for external traffic: it still short-circuits traffic from
-	// pods and from the node to the cluster endpoints.
-	usesExternalChain := hasEndpoints && sp.ExternallyAccessible()
+	// The decisions every mode shares (model.Routing).
+	rt := model.DecideRouting(sp, hasEndpoints, len(clusterEps), len(localEps))
+	usesClusterChain, usesLocalChain, usesExternalChain := rt.ClusterSelection, rt.LocalSelection, rt.ExternalEntry
+	internalChain, hasInternal := r.names.policy(rt.InternalLocal), rt.InternalServed
+	externalPolicyChain, hasExternal := r.names.policy(rt.ExternalLocal), rt.ExternalServed
 
 	// Verdicts for the filter-hook maps, for traffic the nat rules do not take.
 	internalVerdict, externalVerdict := "drop", "drop"
-	if !hasEndpoints {
+	if rt.RejectUnserved {
 		internalVerdict, externalVerdict = "goto "+chainReject, "goto "+chainReject
 	}
 
@@ -153,7 +143,7 @@ func (r *serviceRenderer) render() {
 	}
 
 	if usesExternalChain {
-		r.externalChain(usesClusterChain, hasExternal, externalPolicyChain)
+		r.externalChain(&rt, externalPolicyChain)
 	}
 
 	if affinity || !cfg.EndpointMaps {
@@ -264,13 +254,13 @@ func (r *serviceRenderer) firewall(lbVIPs []netip.Addr, ranges []netip.Prefix) {
 // externalChain handles traffic to NodePorts, externalIPs and LB VIPs before the
 // policy chain: masquerade for Cluster policy; for Local policy, short-circuit
 // traffic from local pods and from the node itself to the cluster endpoints.
-func (r *serviceRenderer) externalChain(hasClusterChain, hasExternal bool, externalPolicyChain string) {
+func (r *serviceRenderer) externalChain(rt *model.Routing, externalPolicyChain string) {
 	cfg := r.cfg
 	var rules []Rule
-	if !r.sp.ExternalPolicyLocal {
+	if rt.MasqueradeExternal {
 		// Endpoints may be on other nodes: masquerade so replies come back here.
 		rules = append(rules, Rule{Text: cfg.masqueradeRule(), Comment: "masquerade"})
-	} else if hasClusterChain {
+	} else if rt.ShortCircuitLocal {
 		if cfg.localDetectorImplemented() {
 			// Pod -> external IP traffic skips the traffic policy, as if it went
 			// out to the load balancer and came back.
@@ -283,7 +273,7 @@ func (r *serviceRenderer) externalChain(hasClusterChain, hasExternal bool, exter
 			Rule{Text: "fib saddr type local goto " + r.names.clusterPolicy, Comment: "short-circuit local traffic"},
 		)
 	}
-	if hasExternal {
+	if rt.ExternalServed {
 		rules = append(rules, Rule{Text: "goto " + externalPolicyChain})
 	}
 	r.chain(r.names.external, rules...)
