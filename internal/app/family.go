@@ -85,7 +85,7 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 	npa, localIPs, serviceHealth := p.nodePortsAndHealth()
 	renderCfg := render.Config{
 		Family:            nftFamily,
-		NodePortAddresses: render.NodePortAddresses{All: npa.all},
+		NodePortAddresses: model.NodePortAddresses{All: npa.all},
 		LocalDetector:     localDetector(p.cfg, p.family, p.podCIDRs),
 		MasqueradeBit:     p.cfg.MasqueradeBit,
 		MasqueradeAll:     p.cfg.MasqueradeAll,
@@ -246,7 +246,7 @@ func nftablesWriterKind(env string, netlinkGate bool) (string, error) {
 // localDetector maps detectLocalMode to the renderer's detector for one family, as
 // upstream's getLocalDetectors: a CIDR mode without a CIDR of this family detects
 // nothing.
-func localDetector(cfg *config.Config, family v1.IPFamily, podCIDRs []string) render.LocalDetector {
+func localDetector(cfg *config.Config, family v1.IPFamily, podCIDRs []string) model.LocalDetector {
 	firstOfFamily := func(prefixes []netip.Prefix) []netip.Prefix {
 		for _, p := range prefixes {
 			if p.Addr().Is6() == (family == v1.IPv6Protocol) {
@@ -258,7 +258,7 @@ func localDetector(cfg *config.Config, family v1.IPFamily, podCIDRs []string) re
 	switch cfg.DetectLocalMode {
 	case config.LocalModeClusterCIDR:
 		if cidrs := firstOfFamily(cfg.ClusterCIDRs); cidrs != nil {
-			return render.LocalDetector{Mode: render.DetectClusterCIDR, CIDRs: cidrs}
+			return model.LocalDetector{Mode: model.DetectClusterCIDR, CIDRs: cidrs}
 		}
 	case config.LocalModeNodeCIDR:
 		var parsed []netip.Prefix
@@ -268,14 +268,14 @@ func localDetector(cfg *config.Config, family v1.IPFamily, podCIDRs []string) re
 			}
 		}
 		if cidrs := firstOfFamily(parsed); cidrs != nil {
-			return render.LocalDetector{Mode: render.DetectNodeCIDR, CIDRs: cidrs}
+			return model.LocalDetector{Mode: model.DetectNodeCIDR, CIDRs: cidrs}
 		}
 	case config.LocalModeBridgeInterface:
-		return render.LocalDetector{Mode: render.DetectBridgeInterface, BridgeInterface: cfg.DetectLocal.BridgeInterface}
+		return model.LocalDetector{Mode: model.DetectBridgeInterface, BridgeInterface: cfg.DetectLocal.BridgeInterface}
 	case config.LocalModeInterfaceNamePrefix:
-		return render.LocalDetector{Mode: render.DetectInterfaceNamePrefix, InterfaceNamePrefix: cfg.DetectLocal.InterfaceNamePrefix}
+		return model.LocalDetector{Mode: model.DetectInterfaceNamePrefix, InterfaceNamePrefix: cfg.DetectLocal.InterfaceNamePrefix}
 	}
-	return render.LocalDetector{Mode: render.DetectNone}
+	return model.LocalDetector{Mode: model.DetectNone}
 }
 
 // localAddresses lists the addresses of this network namespace's interfaces.

@@ -12,8 +12,8 @@ import (
 	"github.com/kproxy/kproxy/internal/conntrack"
 	dpipt "github.com/kproxy/kproxy/internal/dataplane/iptables"
 	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/model"
 	rendeript "github.com/kproxy/kproxy/internal/render/iptables"
-	rendernft "github.com/kproxy/kproxy/internal/render/nftables"
 	"github.com/kproxy/kproxy/internal/sysctl"
 )
 
@@ -60,8 +60,8 @@ func buildIPTablesFamily(ctx context.Context, p familyParams, ipt iptables.Inter
 
 	renderCfg := rendeript.Config{
 		Family:             p.family,
-		NodePortAddresses:  rendeript.NodePortAddresses{All: npa.all},
-		LocalDetector:      iptablesLocalDetector(localDetector(p.cfg, p.family, p.podCIDRs)),
+		NodePortAddresses:  model.NodePortAddresses{All: npa.all},
+		LocalDetector:      localDetector(p.cfg, p.family, p.podCIDRs),
 		MasqueradeBit:      p.cfg.MasqueradeBit,
 		MasqueradeAll:      p.cfg.MasqueradeAll,
 		NodeIP:             p.nodeIP,
@@ -114,28 +114,6 @@ func ensureSysctl(sys sysctl.Interface, name string, value int) error {
 		return fmt.Errorf("can't set sysctl %s to %d: %w", name, value, err)
 	}
 	return nil
-}
-
-// iptablesLocalDetector converts the nftables renderer's detector (built by
-// localDetector with upstream's getLocalDetectors rules) to the iptables one: the
-// CIDR modes get one CIDR, the first of the family, as upstream.
-func iptablesLocalDetector(d rendernft.LocalDetector) rendeript.LocalDetector {
-	switch d.Mode {
-	case rendernft.DetectClusterCIDR, rendernft.DetectNodeCIDR:
-		if len(d.CIDRs) == 0 {
-			return rendeript.LocalDetector{}
-		}
-		mode := rendeript.DetectClusterCIDR
-		if d.Mode == rendernft.DetectNodeCIDR {
-			mode = rendeript.DetectNodeCIDR
-		}
-		return rendeript.LocalDetector{Mode: mode, CIDR: d.CIDRs[0]}
-	case rendernft.DetectBridgeInterface:
-		return rendeript.LocalDetector{Mode: rendeript.DetectBridgeInterface, BridgeInterface: d.BridgeInterface}
-	case rendernft.DetectInterfaceNamePrefix:
-		return rendeript.LocalDetector{Mode: rendeript.DetectInterfaceNamePrefix, InterfaceNamePrefix: d.InterfaceNamePrefix}
-	}
-	return rendeript.LocalDetector{}
 }
 
 // containsIPv4Loopback is upstream's NodePortAddresses.ContainsIPv4Loopback for an

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/kproxy/kproxy/internal/health"
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/model"
-	rendeript "github.com/kproxy/kproxy/internal/render/iptables"
 	"github.com/kproxy/kproxy/internal/sysctl"
 )
 
@@ -94,31 +92,6 @@ func TestIPTablesTCPBeLiberal(t *testing.T) {
 		rules, _ := syncedRules(t, iptablesParams(v1.IPv4Protocol, &config.Config{}), sys)
 		if got := strings.Contains(rules, "--ctstate INVALID -j DROP"); got != (liberal == 0) {
 			t.Errorf("be_liberal=%d: INVALID drop present = %v", liberal, got)
-		}
-	}
-}
-
-// TestIPTablesLocalDetector: the iptables detector is localDetector's (upstream's
-// getLocalDetectors), with the first CIDR of the family.
-func TestIPTablesLocalDetector(t *testing.T) {
-	podCIDRs := []string{"10.0.3.0/24"}
-	for _, c := range []struct {
-		cfg  config.Config
-		want rendeript.LocalDetector
-	}{
-		{config.Config{DetectLocalMode: config.LocalModeClusterCIDR, ClusterCIDRs: prefixList("10.0.0.0/14", "10.8.0.0/14")},
-			rendeript.LocalDetector{Mode: rendeript.DetectClusterCIDR, CIDR: netip.MustParsePrefix("10.0.0.0/14")}},
-		{config.Config{DetectLocalMode: config.LocalModeNodeCIDR},
-			rendeript.LocalDetector{Mode: rendeript.DetectNodeCIDR, CIDR: netip.MustParsePrefix("10.0.3.0/24")}},
-		{config.Config{DetectLocalMode: config.LocalModeBridgeInterface, DetectLocal: config.DetectLocal{BridgeInterface: "cbr0"}},
-			rendeript.LocalDetector{Mode: rendeript.DetectBridgeInterface, BridgeInterface: "cbr0"}},
-		{config.Config{DetectLocalMode: config.LocalModeInterfaceNamePrefix, DetectLocal: config.DetectLocal{InterfaceNamePrefix: "veth"}},
-			rendeript.LocalDetector{Mode: rendeript.DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"}},
-		{config.Config{DetectLocalMode: config.LocalModeClusterCIDR}, rendeript.LocalDetector{}},
-		{config.Config{}, rendeript.LocalDetector{}},
-	} {
-		if got := iptablesLocalDetector(localDetector(&c.cfg, v1.IPv4Protocol, podCIDRs)); got != c.want {
-			t.Errorf("%q: got %+v, want %+v", c.cfg.DetectLocalMode, got, c.want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kproxy/kproxy/internal/config"
+	"github.com/kproxy/kproxy/internal/model"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
@@ -19,18 +20,18 @@ func TestLocalDetector(t *testing.T) {
 		name     string
 		cfg      config.Config
 		podCIDRs []string
-		want     map[v1.IPFamily]render.LocalDetector
+		want     map[v1.IPFamily]model.LocalDetector
 	}{
 		{
 			name: "no mode detects nothing",
 			cfg:  config.Config{ClusterCIDRs: prefixList("10.0.0.0/14")},
-			want: map[v1.IPFamily]render.LocalDetector{v1.IPv4Protocol: {}, v1.IPv6Protocol: {}},
+			want: map[v1.IPFamily]model.LocalDetector{v1.IPv4Protocol: {}, v1.IPv6Protocol: {}},
 		},
 		{
 			name: "ClusterCIDR single-stack",
 			cfg:  config.Config{DetectLocalMode: config.LocalModeClusterCIDR, ClusterCIDRs: prefixList("10.0.0.0/14")},
-			want: map[v1.IPFamily]render.LocalDetector{
-				v1.IPv4Protocol: {Mode: render.DetectClusterCIDR, CIDRs: prefixList("10.0.0.0/14")},
+			want: map[v1.IPFamily]model.LocalDetector{
+				v1.IPv4Protocol: {Mode: model.DetectClusterCIDR, CIDRs: prefixList("10.0.0.0/14")},
 				v1.IPv6Protocol: {},
 			},
 		},
@@ -38,53 +39,53 @@ func TestLocalDetector(t *testing.T) {
 			name: "ClusterCIDR dual-stack, first CIDR of each family",
 			cfg: config.Config{DetectLocalMode: config.LocalModeClusterCIDR,
 				ClusterCIDRs: prefixList("2002:0:0:1234::/64", "10.0.0.0/14", "10.8.0.0/14", "fd00::/64")},
-			want: map[v1.IPFamily]render.LocalDetector{
-				v1.IPv4Protocol: {Mode: render.DetectClusterCIDR, CIDRs: prefixList("10.0.0.0/14")},
-				v1.IPv6Protocol: {Mode: render.DetectClusterCIDR, CIDRs: prefixList("2002:0:0:1234::/64")},
+			want: map[v1.IPFamily]model.LocalDetector{
+				v1.IPv4Protocol: {Mode: model.DetectClusterCIDR, CIDRs: prefixList("10.0.0.0/14")},
+				v1.IPv6Protocol: {Mode: model.DetectClusterCIDR, CIDRs: prefixList("2002:0:0:1234::/64")},
 			},
 		},
 		{
 			name: "ClusterCIDR without any CIDR",
 			cfg:  config.Config{DetectLocalMode: config.LocalModeClusterCIDR},
-			want: map[v1.IPFamily]render.LocalDetector{v1.IPv4Protocol: {}, v1.IPv6Protocol: {}},
+			want: map[v1.IPFamily]model.LocalDetector{v1.IPv4Protocol: {}, v1.IPv6Protocol: {}},
 		},
 		{
 			name:     "NodeCIDR dual-stack",
 			cfg:      config.Config{DetectLocalMode: config.LocalModeNodeCIDR, ClusterCIDRs: prefixList("10.0.0.0/8")},
 			podCIDRs: []string{"10.0.3.0/24", "2002::1234:abcd:ffff:0:0/96"},
-			want: map[v1.IPFamily]render.LocalDetector{
-				v1.IPv4Protocol: {Mode: render.DetectNodeCIDR, CIDRs: prefixList("10.0.3.0/24")},
-				v1.IPv6Protocol: {Mode: render.DetectNodeCIDR, CIDRs: prefixList("2002::1234:abcd:ffff:0:0/96")},
+			want: map[v1.IPFamily]model.LocalDetector{
+				v1.IPv4Protocol: {Mode: model.DetectNodeCIDR, CIDRs: prefixList("10.0.3.0/24")},
+				v1.IPv6Protocol: {Mode: model.DetectNodeCIDR, CIDRs: prefixList("2002::1234:abcd:ffff:0:0/96")},
 			},
 		},
 		{
 			name:     "NodeCIDR masks and skips unparsable entries",
 			cfg:      config.Config{DetectLocalMode: config.LocalModeNodeCIDR},
 			podCIDRs: []string{"garbage", "10.0.3.7/24"},
-			want: map[v1.IPFamily]render.LocalDetector{
-				v1.IPv4Protocol: {Mode: render.DetectNodeCIDR, CIDRs: prefixList("10.0.3.0/24")},
+			want: map[v1.IPFamily]model.LocalDetector{
+				v1.IPv4Protocol: {Mode: model.DetectNodeCIDR, CIDRs: prefixList("10.0.3.0/24")},
 				v1.IPv6Protocol: {},
 			},
 		},
 		{
 			name: "NodeCIDR without pod CIDRs",
 			cfg:  config.Config{DetectLocalMode: config.LocalModeNodeCIDR, ClusterCIDRs: prefixList("10.0.0.0/8")},
-			want: map[v1.IPFamily]render.LocalDetector{v1.IPv4Protocol: {}, v1.IPv6Protocol: {}},
+			want: map[v1.IPFamily]model.LocalDetector{v1.IPv4Protocol: {}, v1.IPv6Protocol: {}},
 		},
 		{
 			name: "BridgeInterface serves both families",
 			cfg:  config.Config{DetectLocalMode: config.LocalModeBridgeInterface, DetectLocal: config.DetectLocal{BridgeInterface: "eth"}},
-			want: map[v1.IPFamily]render.LocalDetector{
-				v1.IPv4Protocol: {Mode: render.DetectBridgeInterface, BridgeInterface: "eth"},
-				v1.IPv6Protocol: {Mode: render.DetectBridgeInterface, BridgeInterface: "eth"},
+			want: map[v1.IPFamily]model.LocalDetector{
+				v1.IPv4Protocol: {Mode: model.DetectBridgeInterface, BridgeInterface: "eth"},
+				v1.IPv6Protocol: {Mode: model.DetectBridgeInterface, BridgeInterface: "eth"},
 			},
 		},
 		{
 			name: "InterfaceNamePrefix serves both families",
 			cfg:  config.Config{DetectLocalMode: config.LocalModeInterfaceNamePrefix, DetectLocal: config.DetectLocal{InterfaceNamePrefix: "veth"}},
-			want: map[v1.IPFamily]render.LocalDetector{
-				v1.IPv4Protocol: {Mode: render.DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"},
-				v1.IPv6Protocol: {Mode: render.DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"},
+			want: map[v1.IPFamily]model.LocalDetector{
+				v1.IPv4Protocol: {Mode: model.DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"},
+				v1.IPv6Protocol: {Mode: model.DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"},
 			},
 		},
 	}

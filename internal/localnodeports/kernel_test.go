@@ -182,7 +182,7 @@ func serveBackend(t *testing.T, ns *testNS, addr string) {
 func programTable(t *testing.T, ns *testNS, family knftables.Family, l render.LocalhostNodePorts, views []*model.ServicePortView) {
 	t.Helper()
 	cfg := &render.Config{Family: family, MasqueradeBit: 14, LocalhostNodePorts: l,
-		NodePortAddresses: render.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("10.99.0.1")}}}
+		NodePortAddresses: model.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("10.99.0.1")}}}
 	if family == knftables.IPv6Family {
 		cfg.NodePortAddresses.IPs = []netip.Addr{netip.MustParseAddr("fd99::1")}
 	}

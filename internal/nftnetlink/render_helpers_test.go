@@ -19,8 +19,8 @@ func testConfig(family knftables.Family) *render.Config {
 	if family == knftables.IPv6Family {
 		return &render.Config{
 			Family:            family,
-			NodePortAddresses: render.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("fd00::2")}},
-			LocalDetector:     render.LocalDetector{Mode: render.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("fd10::/64")}},
+			NodePortAddresses: model.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("fd00::2")}},
+			LocalDetector:     model.LocalDetector{Mode: model.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("fd10::/64")}},
 			MasqueradeBit:     14,
 			ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("fd30::/108")},
 			NodeIP:            netip.MustParseAddr("fd00::2"),
@@ -28,8 +28,8 @@ func testConfig(family knftables.Family) *render.Config {
 	}
 	return &render.Config{
 		Family:            family,
-		NodePortAddresses: render.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("192.168.0.2"), netip.MustParseAddr("127.0.0.1")}},
-		LocalDetector:     render.LocalDetector{Mode: render.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
+		NodePortAddresses: model.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("192.168.0.2"), netip.MustParseAddr("127.0.0.1")}},
+		LocalDetector:     model.LocalDetector{Mode: model.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
 		MasqueradeBit:     14,
 		ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")},
 		NodeIP:            netip.MustParseAddr("192.168.0.2"),

@@ -46,8 +46,8 @@ type fixture struct {
 func testRenderConfig() render.Config {
 	return render.Config{
 		Family:            v1.IPv4Protocol,
-		NodePortAddresses: render.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr(testNodeIP)}},
-		LocalDetector:     render.LocalDetector{Mode: render.DetectClusterCIDR, CIDR: netip.MustParsePrefix("10.0.0.0/8")},
+		NodePortAddresses: model.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr(testNodeIP)}},
+		LocalDetector:     model.LocalDetector{Mode: model.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
 		MasqueradeBit:     14,
 		NodeIP:            netip.MustParseAddr(testNodeIP),
 	}

@@ -85,8 +85,8 @@ type fixture struct {
 func testRenderConfig() render.Config {
 	return render.Config{
 		Family:            knftables.IPv4Family,
-		NodePortAddresses: render.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr(testNodeIP)}},
-		LocalDetector:     render.LocalDetector{Mode: render.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
+		NodePortAddresses: model.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr(testNodeIP)}},
+		LocalDetector:     model.LocalDetector{Mode: model.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
 		MasqueradeBit:     14,
 		ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")},
 		NodeIP:            netip.MustParseAddr(testNodeIP),

@@ -3,9 +3,10 @@ package iptables
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/model"
 )
 
 // Table is an iptables table the renderer writes to.
@@ -21,52 +22,12 @@ const (
 // writes filter first).
 var tables = []Table{TableFilter, TableNAT}
 
-// NodePortAddresses says on which destination addresses NodePorts are served.
-type NodePortAddresses struct {
-	// All serves NodePorts on every local address ("-m addrtype --dst-type LOCAL"),
-	// minus loopback unless localhost NodePorts apply.
-	All bool
-	// IPs are the node addresses of this family serving NodePorts when All is false
-	// (one KUBE-NODEPORTS jump each). Loopback addresses are skipped, except IPv4
-	// ones when Config.LocalhostNodePorts is set, as upstream.
-	IPs []netip.Addr
-}
-
-// LocalDetectMode selects how traffic from pods on this node is recognized.
-type LocalDetectMode string
-
-// Local traffic detectors (upstream's LocalTrafficDetector implementations).
-const (
-	// DetectNone disables local-traffic detection (upstream's no-op detector).
-	DetectNone LocalDetectMode = ""
-	// DetectClusterCIDR matches sources in the cluster's pod CIDR ("-s CIDR").
-	DetectClusterCIDR LocalDetectMode = "ClusterCIDR"
-	// DetectNodeCIDR matches sources in this node's pod CIDR ("-s CIDR").
-	DetectNodeCIDR LocalDetectMode = "NodeCIDR"
-	// DetectBridgeInterface matches traffic arriving on the pod bridge ("-i NAME").
-	DetectBridgeInterface LocalDetectMode = "BridgeInterface"
-	// DetectInterfaceNamePrefix matches traffic arriving on interfaces whose name
-	// has the prefix ("-i PREFIX+").
-	DetectInterfaceNamePrefix LocalDetectMode = "InterfaceNamePrefix"
-)
-
-// LocalDetector configures the local traffic detector.
-type LocalDetector struct {
-	Mode LocalDetectMode
-	// CIDR is this family's cluster CIDR (ClusterCIDR) or this node's pod CIDR
-	// (NodeCIDR): upstream uses the first one of the family, as iptables cannot
-	// negate a list of sources in one rule.
-	CIDR                netip.Prefix
-	BridgeInterface     string
-	InterfaceNamePrefix string
-}
-
 // Config is everything besides Services that shapes the rules of one family.
 type Config struct {
 	// Family is v1.IPv4Protocol or v1.IPv6Protocol.
 	Family            v1.IPFamily
-	NodePortAddresses NodePortAddresses
-	LocalDetector     LocalDetector
+	NodePortAddresses model.NodePortAddresses
+	LocalDetector     model.LocalDetector
 	// MasqueradeBit is the bit of the packet mark that requests masquerading
 	// (upstream default 14, mark 0x4000).
 	MasqueradeBit int32
@@ -110,26 +71,8 @@ func (c *Config) Validate() error {
 	if c.MasqueradeBit < 0 || c.MasqueradeBit > 31 {
 		return fmt.Errorf("masquerade bit %d out of range [0, 31]", c.MasqueradeBit)
 	}
-	d := c.LocalDetector
-	switch d.Mode {
-	case DetectNone:
-	case DetectClusterCIDR, DetectNodeCIDR:
-		if !d.CIDR.IsValid() {
-			return fmt.Errorf("local detector %s needs a CIDR", d.Mode)
-		}
-		if !c.hasFamily(d.CIDR.Addr()) {
-			return fmt.Errorf("local detector CIDR %s is not of family %s", d.CIDR, c.Family)
-		}
-	case DetectBridgeInterface:
-		if !validInterfaceName(d.BridgeInterface) {
-			return fmt.Errorf("invalid bridge interface name %q", d.BridgeInterface)
-		}
-	case DetectInterfaceNamePrefix:
-		if !validInterfaceName(d.InterfaceNamePrefix) {
-			return fmt.Errorf("invalid interface name prefix %q", d.InterfaceNamePrefix)
-		}
-	default:
-		return fmt.Errorf("unknown local detector mode %q", d.Mode)
+	if err := c.LocalDetector.Validate(c.isIPv6()); err != nil {
+		return err
 	}
 	for _, ip := range c.NodePortAddresses.IPs {
 		if !c.hasFamily(ip) {
@@ -137,21 +80,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
-}
-
-// validInterfaceName accepts names iptables takes for "-i" (at most 15 bytes, and
-// characters that need no quoting: the rule text must be what iptables-save prints).
-func validInterfaceName(name string) bool {
-	if name == "" || len(name) > 15 {
-		return false
-	}
-	for _, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.@", r)
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *Config) isIPv6() bool { return c.Family == v1.IPv6Protocol }
@@ -171,7 +99,7 @@ func (c *Config) masqueradeMark() string {
 	return fmt.Sprintf("%#x", uint32(1)<<uint(c.MasqueradeBit))
 }
 
-func (c *Config) localDetectorImplemented() bool { return c.LocalDetector.Mode != DetectNone }
+func (c *Config) localDetectorImplemented() bool { return c.LocalDetector.Implemented() }
 
 // ifLocal adds to b the match of traffic from a local pod.
 func (c *Config) ifLocal(b *rule) { c.localMatch(b, false) }
@@ -182,11 +110,12 @@ func (c *Config) ifNotLocal(b *rule) { c.localMatch(b, true) }
 func (c *Config) localMatch(b *rule, negate bool) {
 	d := c.LocalDetector
 	switch d.Mode {
-	case DetectClusterCIDR, DetectNodeCIDR:
-		b.source(d.CIDR.Masked().String(), negate)
-	case DetectBridgeInterface:
+	case model.DetectClusterCIDR, model.DetectNodeCIDR:
+		// The first CIDR only, as upstream (see model.LocalDetector).
+		b.source(d.CIDRs[0].Masked().String(), negate)
+	case model.DetectBridgeInterface:
 		b.inInterface(d.BridgeInterface, negate)
-	case DetectInterfaceNamePrefix:
+	case model.DetectInterfaceNamePrefix:
 		b.inInterface(d.InterfaceNamePrefix+"+", negate)
 	}
 }

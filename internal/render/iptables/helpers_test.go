@@ -25,8 +25,8 @@ func testConfig(family v1.IPFamily) *Config {
 	if family == v1.IPv6Protocol {
 		return &Config{
 			Family:            family,
-			NodePortAddresses: NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("fd00::2")}},
-			LocalDetector:     LocalDetector{Mode: DetectClusterCIDR, CIDR: netip.MustParsePrefix("fd10::/64")},
+			NodePortAddresses: model.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("fd00::2")}},
+			LocalDetector:     model.LocalDetector{Mode: model.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("fd10::/64")}},
 			MasqueradeBit:     14,
 			NodeIP:            netip.MustParseAddr("fd00::2"),
 		}
@@ -34,8 +34,8 @@ func testConfig(family v1.IPFamily) *Config {
 	return &Config{
 		Family: family,
 		// Loopback is skipped without localhost NodePorts.
-		NodePortAddresses: NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("192.168.0.2"), netip.MustParseAddr("127.0.0.1")}},
-		LocalDetector:     LocalDetector{Mode: DetectClusterCIDR, CIDR: netip.MustParsePrefix("10.0.0.0/8")},
+		NodePortAddresses: model.NodePortAddresses{IPs: []netip.Addr{netip.MustParseAddr("192.168.0.2"), netip.MustParseAddr("127.0.0.1")}},
+		LocalDetector:     model.LocalDetector{Mode: model.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
 		MasqueradeBit:     14,
 		NodeIP:            netip.MustParseAddr("192.168.0.2"),
 	}

@@ -224,7 +224,7 @@ func TestPlanBaseChange(t *testing.T) {
 	fake, st := programFull(t, cfg, views...)
 	for i, change := range []func(*Config){
 		func(c *Config) { c.NodePortAddresses.IPs = addrs("192.168.0.2", "192.168.1.2") },
-		func(c *Config) { c.NodePortAddresses = NodePortAddresses{All: true} },
+		func(c *Config) { c.NodePortAddresses = model.NodePortAddresses{All: true} },
 		func(c *Config) { c.TCPBeLiberal = true },
 	} {
 		change(cfg)

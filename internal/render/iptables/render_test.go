@@ -60,17 +60,17 @@ func renderCases() []renderCase {
 		}},
 		{name: "nodeport node ips", family: v4, views: withNodePort},
 		{name: "nodeport all addresses", family: v4,
-			config: func(c *Config) { c.NodePortAddresses = NodePortAddresses{All: true} }, views: withNodePort},
+			config: func(c *Config) { c.NodePortAddresses = model.NodePortAddresses{All: true} }, views: withNodePort},
 		{name: "localhost nodeports all addresses", family: v4,
 			config: func(c *Config) {
-				c.NodePortAddresses = NodePortAddresses{All: true}
+				c.NodePortAddresses = model.NodePortAddresses{All: true}
 				c.LocalhostNodePorts = true
 			}, views: withNodePort},
 		{name: "localhost nodeports node ips", family: v4,
 			config: func(c *Config) { c.LocalhostNodePorts = true }, views: withNodePort},
 		{name: "localhost nodeports ipv6 ignored", family: v6,
 			config: func(c *Config) {
-				c.NodePortAddresses = NodePortAddresses{IPs: addrs("fd00::2", "::1")}
+				c.NodePortAddresses = model.NodePortAddresses{IPs: addrs("fd00::2", "::1")}
 				c.LocalhostNodePorts = true
 			}},
 		{name: "loadbalancer source ranges", family: v4, views: func() []*model.ServicePortView {
@@ -140,23 +140,23 @@ func renderCases() []renderCase {
 			return []*model.ServicePortView{model.CategorizeEndpoints(eps, sp, "node-a", "zone-a")}
 		}},
 		{name: "masquerade all", family: v4, config: func(c *Config) { c.MasqueradeAll = true }, views: oneService},
-		{name: "detector none", family: v4, config: func(c *Config) { c.LocalDetector = LocalDetector{} }, views: func() []*model.ServicePortView {
+		{name: "detector none", family: v4, config: func(c *Config) { c.LocalDetector = model.LocalDetector{} }, views: func() []*model.ServicePortView {
 			sp := nodePortService()
 			sp.ExternalPolicyLocal = true
 			return []*model.ServicePortView{view(sp, ep("10.180.0.2", 80, true))}
 		}},
 		{name: "detector node cidr", family: v4, config: func(c *Config) {
-			c.LocalDetector = LocalDetector{Mode: DetectNodeCIDR, CIDR: netip.MustParsePrefix("10.0.1.0/24")}
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectNodeCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.1.0/24")}}
 		}, views: oneService},
 		{name: "detector bridge", family: v4, config: func(c *Config) {
-			c.LocalDetector = LocalDetector{Mode: DetectBridgeInterface, BridgeInterface: "cbr0"}
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectBridgeInterface, BridgeInterface: "cbr0"}
 		}, views: func() []*model.ServicePortView {
 			sp := nodePortService()
 			sp.ExternalPolicyLocal = true
 			return []*model.ServicePortView{view(sp, ep("10.180.0.2", 80, true))}
 		}},
 		{name: "detector interface prefix", family: v4, config: func(c *Config) {
-			c.LocalDetector = LocalDetector{Mode: DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"}
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"}
 		}, views: func() []*model.ServicePortView {
 			sp := nodePortService()
 			sp.ExternalPolicyLocal = true
@@ -169,7 +169,7 @@ func renderCases() []renderCase {
 		}},
 		{name: "tcp be liberal", family: v4, config: func(c *Config) { c.TCPBeLiberal = true }},
 		{name: "nfacct counters", family: v4, config: func(c *Config) {
-			c.NodePortAddresses = NodePortAddresses{All: true}
+			c.NodePortAddresses = model.NodePortAddresses{All: true}
 			c.LocalhostNodePorts = true
 			c.CountInvalidDrops = true
 			c.CountLocalhostNodePorts = true
@@ -336,12 +336,14 @@ func TestConfigValidate(t *testing.T) {
 	bad := []func(*Config){
 		func(c *Config) { c.Family = "inet" },
 		func(c *Config) { c.MasqueradeBit = 32 },
-		func(c *Config) { c.LocalDetector = LocalDetector{Mode: DetectClusterCIDR} },
+		func(c *Config) { c.LocalDetector = model.LocalDetector{Mode: model.DetectClusterCIDR} },
 		func(c *Config) {
-			c.LocalDetector = LocalDetector{Mode: DetectClusterCIDR, CIDR: netip.MustParsePrefix("fd00::/64")}
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectClusterCIDR, CIDRs: []netip.Prefix{netip.MustParsePrefix("fd00::/64")}}
 		},
-		func(c *Config) { c.LocalDetector = LocalDetector{Mode: DetectBridgeInterface, BridgeInterface: "a b"} },
-		func(c *Config) { c.LocalDetector = LocalDetector{Mode: "Nope"} },
+		func(c *Config) {
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectBridgeInterface, BridgeInterface: "a b"}
+		},
+		func(c *Config) { c.LocalDetector = model.LocalDetector{Mode: "Nope"} },
 		func(c *Config) { c.NodePortAddresses.IPs = addrs("fd00::1") },
 	}
 	for i, mutate := range bad {

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/model"
 )
 
 // TableName is the nftables table kproxy owns in each family. It is the same name as
@@ -14,49 +16,12 @@ import (
 // ruleset (drop-in replacement).
 const TableName = "kube-proxy"
 
-// NodePortAddresses says on which destination addresses NodePorts are served.
-type NodePortAddresses struct {
-	// All serves NodePorts on every local address of the node (matched in the kernel
-	// with "fib daddr type local"), except loopback.
-	All bool
-	// IPs are the resolved node addresses of this family serving NodePorts when All is
-	// false. Loopback addresses are ignored, as upstream does.
-	IPs []netip.Addr
-}
-
-// LocalDetectMode selects how traffic from pods on this node is recognized.
-type LocalDetectMode string
-
-const (
-	// DetectNone disables local-traffic detection (upstream's no-op detector).
-	DetectNone LocalDetectMode = ""
-	// DetectClusterCIDR matches sources in the cluster's pod CIDRs.
-	DetectClusterCIDR LocalDetectMode = "ClusterCIDR"
-	// DetectNodeCIDR matches sources in this node's pod CIDRs.
-	DetectNodeCIDR LocalDetectMode = "NodeCIDR"
-	// DetectBridgeInterface matches traffic arriving on the pod bridge interface.
-	DetectBridgeInterface LocalDetectMode = "BridgeInterface"
-	// DetectInterfaceNamePrefix matches traffic arriving on interfaces whose name has
-	// the prefix (e.g. "veth").
-	DetectInterfaceNamePrefix LocalDetectMode = "InterfaceNamePrefix"
-)
-
-// LocalDetector configures the local traffic detector.
-type LocalDetector struct {
-	Mode LocalDetectMode
-	// CIDRs are this family's cluster CIDRs (ClusterCIDR mode) or this node's pod
-	// CIDRs (NodeCIDR mode).
-	CIDRs               []netip.Prefix
-	BridgeInterface     string
-	InterfaceNamePrefix string
-}
-
 // Config is everything besides Services that shapes the ruleset of one family.
 type Config struct {
 	// Family is knftables.IPv4Family or knftables.IPv6Family.
 	Family            knftables.Family
-	NodePortAddresses NodePortAddresses
-	LocalDetector     LocalDetector
+	NodePortAddresses model.NodePortAddresses
+	LocalDetector     model.LocalDetector
 	// MasqueradeBit is the bit of the packet mark that requests masquerading
 	// (upstream default 14, mark 0x4000).
 	MasqueradeBit int32
@@ -145,28 +110,8 @@ func (c *Config) Validate() error {
 	if c.MasqueradeBit < 0 || c.MasqueradeBit > 31 {
 		return fmt.Errorf("masquerade bit %d out of range [0, 31]", c.MasqueradeBit)
 	}
-	d := c.LocalDetector
-	switch d.Mode {
-	case DetectNone:
-	case DetectClusterCIDR, DetectNodeCIDR:
-		if len(d.CIDRs) == 0 {
-			return fmt.Errorf("local detector %s needs at least one CIDR", d.Mode)
-		}
-		for _, p := range d.CIDRs {
-			if !c.hasFamily(p.Addr()) {
-				return fmt.Errorf("local detector CIDR %s is not of family %s", p, c.Family)
-			}
-		}
-	case DetectBridgeInterface:
-		if !validInterfaceName(d.BridgeInterface) {
-			return fmt.Errorf("invalid bridge interface name %q", d.BridgeInterface)
-		}
-	case DetectInterfaceNamePrefix:
-		if !validInterfaceName(d.InterfaceNamePrefix) {
-			return fmt.Errorf("invalid interface name prefix %q", d.InterfaceNamePrefix)
-		}
-	default:
-		return fmt.Errorf("unknown local detector mode %q", d.Mode)
+	if err := c.LocalDetector.Validate(c.Family == knftables.IPv6Family); err != nil {
+		return err
 	}
 	for _, p := range c.ServiceCIDRs {
 		if !c.hasFamily(p.Addr()) {
@@ -177,20 +122,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("localhost NodePorts: Proxied needs Enabled (the feature gate)")
 	}
 	return nil
-}
-
-// validInterfaceName accepts what can appear unquoted in an nft iifname match.
-func validInterfaceName(name string) bool {
-	if name == "" || len(name) > 15 {
-		return false
-	}
-	for _, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.@", r)
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *Config) hasFamily(a netip.Addr) bool {
@@ -240,7 +171,7 @@ func (c *Config) matchNotLocalhost() string {
 }
 
 // localDetectorImplemented reports whether traffic from local pods can be recognized.
-func (c *Config) localDetectorImplemented() bool { return c.LocalDetector.Mode != DetectNone }
+func (c *Config) localDetectorImplemented() bool { return c.LocalDetector.Implemented() }
 
 // ifLocal returns the match for traffic from a local pod ("" when not implemented).
 func (c *Config) ifLocal() string { return c.localMatch(false) }
@@ -255,11 +186,11 @@ func (c *Config) localMatch(negate bool) string {
 	}
 	d := c.LocalDetector
 	switch d.Mode {
-	case DetectClusterCIDR, DetectNodeCIDR:
+	case model.DetectClusterCIDR, model.DetectNodeCIDR:
 		return c.ipX() + " saddr " + op + prefixSet(d.CIDRs)
-	case DetectBridgeInterface:
+	case model.DetectBridgeInterface:
 		return "iifname " + op + d.BridgeInterface
-	case DetectInterfaceNamePrefix:
+	case model.DetectInterfaceNamePrefix:
 		return "iifname " + op + d.InterfaceNamePrefix + "*"
 	}
 	return ""

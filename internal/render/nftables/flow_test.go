@@ -160,7 +160,7 @@ func TestInternalExternalMasquerade(t *testing.T) {
 				cfg.EndpointMaps = endpointMaps
 				cfg.MasqueradeAll = tc.masqueradeAll
 				if tc.noDetector {
-					cfg.LocalDetector = LocalDetector{}
+					cfg.LocalDetector = model.LocalDetector{}
 				}
 				fake, _ := programFull(t, cfg, masqueradeServices()...)
 				tests := make([]flowTest, len(flows))
@@ -244,7 +244,7 @@ func TestFlowsNodePortAllAddresses(t *testing.T) {
 	forEachLayout(t, func(t *testing.T, endpointMaps bool) {
 		cfg := testConfig(knftables.IPv4Family)
 		cfg.EndpointMaps = endpointMaps
-		cfg.NodePortAddresses = NodePortAddresses{All: true}
+		cfg.NodePortAddresses = model.NodePortAddresses{All: true}
 		sp := svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "172.30.0.41", 80)
 		sp.NodePort = 3001
 		fake, _ := programFull(t, cfg, view(sp, ep("10.180.0.1", 80, false)))
@@ -307,10 +307,10 @@ func TestFlowsSessionAffinity(t *testing.T) {
 func TestFlowsLocalDetectors(t *testing.T) {
 	forEachLayout(t, func(t *testing.T, endpointMaps bool) {
 		sp := svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "172.30.0.41", 80)
-		detectors := []LocalDetector{
-			{Mode: DetectNodeCIDR, CIDRs: prefixes("10.0.0.0/24")},
-			{Mode: DetectBridgeInterface, BridgeInterface: "veth0"},
-			{Mode: DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"},
+		detectors := []model.LocalDetector{
+			{Mode: model.DetectNodeCIDR, CIDRs: prefixes("10.0.0.0/24")},
+			{Mode: model.DetectBridgeInterface, BridgeInterface: "veth0"},
+			{Mode: model.DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"},
 		}
 		for _, d := range detectors {
 			t.Run(string(d.Mode), func(t *testing.T) {

@@ -212,11 +212,11 @@ func TestPlanBaseChange(t *testing.T) {
 	fake, st := programFull(t, cfg, views...)
 
 	changes := []func(*Config){
-		func(c *Config) { c.NodePortAddresses = NodePortAddresses{All: true} },
+		func(c *Config) { c.NodePortAddresses = model.NodePortAddresses{All: true} },
 		func(c *Config) { c.MasqueradeAll = true },
-		func(c *Config) { c.NodePortAddresses = NodePortAddresses{IPs: addrs("192.168.0.3")} },
+		func(c *Config) { c.NodePortAddresses = model.NodePortAddresses{IPs: addrs("192.168.0.3")} },
 		func(c *Config) {
-			c.LocalDetector = LocalDetector{Mode: DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"}
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"}
 		},
 	}
 	for i, change := range changes {

@@ -79,7 +79,7 @@ func ruleRenderCases() []renderCase {
 			return []*model.ServicePortView{view(nodePort(), ep("10.180.0.2", 80, false))}
 		}},
 		{name: "nodeport all addresses", family: v4,
-			config: func(c *Config) { c.NodePortAddresses = NodePortAddresses{All: true} },
+			config: func(c *Config) { c.NodePortAddresses = model.NodePortAddresses{All: true} },
 			views: func() []*model.ServicePortView {
 				return []*model.ServicePortView{view(nodePort(), ep("10.180.0.2", 80, false))}
 			}},
@@ -149,15 +149,15 @@ func ruleRenderCases() []renderCase {
 			views: func() []*model.ServicePortView {
 				return []*model.ServicePortView{view(svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "172.30.0.41", 80), ep("10.180.0.1", 80, false))}
 			}},
-		{name: "detector none", family: v4, config: func(c *Config) { c.LocalDetector = LocalDetector{} }},
+		{name: "detector none", family: v4, config: func(c *Config) { c.LocalDetector = model.LocalDetector{} }},
 		{name: "detector node cidr", family: v4, config: func(c *Config) {
-			c.LocalDetector = LocalDetector{Mode: DetectNodeCIDR, CIDRs: prefixes("10.0.1.0/24")}
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectNodeCIDR, CIDRs: prefixes("10.0.1.0/24")}
 		}},
 		{name: "detector bridge", family: v4, config: func(c *Config) {
-			c.LocalDetector = LocalDetector{Mode: DetectBridgeInterface, BridgeInterface: "cbr0"}
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectBridgeInterface, BridgeInterface: "cbr0"}
 		}},
 		{name: "detector interface prefix", family: v4, config: func(c *Config) {
-			c.LocalDetector = LocalDetector{Mode: DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"}
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectInterfaceNamePrefix, InterfaceNamePrefix: "veth"}
 		}},
 		{name: "ipv6 services", family: v6, views: func() []*model.ServicePortView {
 			sp := svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "fd30::41", 80)
@@ -231,12 +231,14 @@ func TestConfigValidate(t *testing.T) {
 	bad := []func(*Config){
 		func(c *Config) { c.Family = "inet" },
 		func(c *Config) { c.MasqueradeBit = 32 },
-		func(c *Config) { c.LocalDetector = LocalDetector{Mode: DetectClusterCIDR} },
+		func(c *Config) { c.LocalDetector = model.LocalDetector{Mode: model.DetectClusterCIDR} },
 		func(c *Config) {
-			c.LocalDetector = LocalDetector{Mode: DetectClusterCIDR, CIDRs: prefixes("fd00::/64")}
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectClusterCIDR, CIDRs: prefixes("fd00::/64")}
 		},
-		func(c *Config) { c.LocalDetector = LocalDetector{Mode: DetectBridgeInterface, BridgeInterface: "a b"} },
-		func(c *Config) { c.LocalDetector = LocalDetector{Mode: "Nope"} },
+		func(c *Config) {
+			c.LocalDetector = model.LocalDetector{Mode: model.DetectBridgeInterface, BridgeInterface: "a b"}
+		},
+		func(c *Config) { c.LocalDetector = model.LocalDetector{Mode: "Nope"} },
 		func(c *Config) { c.ServiceCIDRs = prefixes("fd00::/64") },
 		func(c *Config) { c.LocalhostNodePorts = LocalhostNodePorts{Proxied: true} },
 	}
