@@ -16,6 +16,7 @@ import (
 	"github.com/kproxy/kproxy/internal/config"
 	"github.com/kproxy/kproxy/internal/conntrack"
 	dpnft "github.com/kproxy/kproxy/internal/dataplane/nftables"
+	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 	"github.com/kproxy/kproxy/internal/health"
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/localnodeports"
@@ -96,17 +97,10 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		LocalhostNodePorts: localhostNodePorts(p),
 	}
 	dpCfg := dpnft.Config{
-		Family:        p.family,
-		Render:        renderCfg,
-		NFT:           nft,
-		State:         p.state,
-		NodePortIPs:   localIPs,
-		Conntrack:     conntrack.New(),
-		Metrics:       p.metrics,
-		Health:        p.health,
-		ServiceHealth: serviceHealth,
-		Recorder:      p.recorder,
-		FullSync:      p.fullSyncScope(),
+		Config:   p.coreConfig(localIPs, serviceHealth),
+		Render:   renderCfg,
+		NFT:      nft,
+		FullSync: p.fullSyncScope(),
 	}
 	// Localhost NodePorts (KubeProxyNFTablesLocalhostNodePorts): the userspace
 	// listeners follow every successful sync and run as the family's own part.
@@ -175,6 +169,21 @@ func (p familyParams) fullSyncScope() func() (done func()) {
 // function listing the local addresses that serve NodePorts now, and the service
 // health check server listening on those addresses (every mode serves
 // healthCheckNodePorts where it serves NodePorts).
+// coreConfig is what the proxier of either mode is configured with besides its
+// renderer and writer.
+func (p familyParams) coreConfig(localIPs func() ([]netip.Addr, error), serviceHealth *health.ServiceHealthServer) proxycore.Config {
+	return proxycore.Config{
+		Family:        p.family,
+		State:         p.state,
+		NodePortIPs:   localIPs,
+		Conntrack:     conntrack.New(),
+		Metrics:       p.metrics,
+		Health:        p.health,
+		ServiceHealth: serviceHealth,
+		Recorder:      p.recorder,
+	}
+}
+
 func (p familyParams) nodePortsAndHealth() (nodePortAddresses, func() ([]netip.Addr, error), *health.ServiceHealthServer) {
 	npa := newNodePortAddresses(p.family, p.nodePortAddrs)
 	localIPs := func() ([]netip.Addr, error) {

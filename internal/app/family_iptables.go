@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/kproxy/kproxy/internal/conntrack"
 	dpipt "github.com/kproxy/kproxy/internal/dataplane/iptables"
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/model"
@@ -70,17 +69,10 @@ func buildIPTablesFamily(ctx context.Context, p familyParams, ipt iptables.Inter
 	}
 
 	proxier, err := dpipt.New(dpipt.Config{
-		Family:        p.family,
-		Render:        renderCfg,
-		IPT:           ipt,
-		State:         p.state,
-		NodePortIPs:   localIPs,
-		Conntrack:     conntrack.New(),
-		Metrics:       p.metrics,
-		Health:        p.health,
-		ServiceHealth: serviceHealth,
-		Recorder:      p.recorder,
-		NFAcct:        p.nfacct,
+		Config: p.coreConfig(localIPs, serviceHealth),
+		Render: renderCfg,
+		IPT:    ipt,
+		NFAcct: p.nfacct,
 	})
 	if err != nil {
 		serviceHealth.Close()

@@ -8,14 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kproxy/kproxy/internal/conntrack"
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/metrics"
@@ -32,15 +28,10 @@ var errInjected = errors.New("injected iptables-restore failure")
 
 // fixture is a Proxier for IPv4 with every dependency faked.
 type fixture struct {
-	t         *testing.T
-	proxier   *Proxier
-	ipt       *iptables.Fake
-	state     *model.State
-	conntrack *conntrack.Fake
-	registry  *prometheus.Registry
-	clock     *clocktesting.FakeClock
-	health    *dptest.Health
-	svcHealth *dptest.ServiceHealth
+	*dptest.Parts
+	t       *testing.T
+	proxier *Proxier
+	ipt     *iptables.Fake
 }
 
 func testRenderConfig() render.Config {
@@ -55,31 +46,8 @@ func testRenderConfig() render.Config {
 
 func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 	t.Helper()
-	f := &fixture{
-		t:         t,
-		ipt:       iptables.NewFake(v1.IPv4Protocol),
-		state:     model.NewState(v1.IPv4Protocol, testNodeName),
-		conntrack: conntrack.NewFake(),
-		registry:  prometheus.NewRegistry(),
-		clock:     clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)),
-		health:    &dptest.Health{},
-		svcHealth: &dptest.ServiceHealth{},
-	}
-	m := metrics.New(f.registry)
-	if err := m.Register(metrics.RegisterOptions{Mode: metrics.ModeIPTables}); err != nil {
-		t.Fatalf("registering metrics: %v", err)
-	}
-	cfg := Config{
-		Family:        v1.IPv4Protocol,
-		Render:        testRenderConfig(),
-		IPT:           f.ipt,
-		State:         f.state,
-		Conntrack:     f.conntrack,
-		Metrics:       m.Family(v1.IPv4Protocol),
-		Health:        f.health,
-		ServiceHealth: f.svcHealth,
-		Clock:         f.clock,
-	}
+	f := &fixture{t: t, Parts: dptest.NewParts(t, metrics.ModeIPTables, testNodeName), ipt: iptables.NewFake(v1.IPv4Protocol)}
+	cfg := Config{Config: f.CoreConfig(), Render: testRenderConfig(), IPT: f.ipt}
 	for _, mut := range mutate {
 		mut(&cfg)
 	}
@@ -166,7 +134,7 @@ func (f *fixture) expected(cfg render.Config) string {
 		}
 	}
 	base := render.RenderBase(&cfg)
-	st := render.NewState(&base, render.RenderServices(&cfg, slices.Collect(f.state.Views())))
+	st := render.NewState(&base, render.RenderServices(&cfg, slices.Collect(f.State.Views())))
 	var buf bytes.Buffer
 	render.WriteFull(&buf, st, nil)
 	if err := fresh.Restore(ctx, buf.Bytes()); err != nil {
@@ -188,12 +156,12 @@ func (f *fixture) checkRulesAreFullRender(cfg render.Config) {
 // metricValue returns the value of the counter or gauge name with the given labels
 // (0 when the series does not exist).
 func (f *fixture) metricValue(name string, labels map[string]string) float64 {
-	return dptest.Value(f.t, f.registry, name, labels)
+	return dptest.Value(f.t, f.Registry, name, labels)
 }
 
 // histogram returns the sample count of a histogram series.
 func (f *fixture) histogram(name string, labels map[string]string) uint64 {
-	n, _ := dptest.Histogram(f.t, f.registry, name, labels)
+	n, _ := dptest.Histogram(f.t, f.Registry, name, labels)
 	return n
 }
 
@@ -209,7 +177,7 @@ func tableLabel(table string) map[string]string {
 // Service (each with a local and a remote endpoint) and an eTP=Local LoadBalancer
 // whose only endpoint is on another node.
 func addStandardServices(f *fixture) {
-	st := f.state
+	st := f.State
 	st.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	st.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b")))

@@ -16,9 +16,9 @@ func TestNetworkProgrammingDuration(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 
-	changed := f.clock.Now()
-	f.clock.Step(5 * time.Second)
-	f.state.OnEndpointSliceUpdate(nil, dptest.WithTriggerTime(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	changed := f.Clock.Now()
+	f.Clock.Step(5 * time.Second)
+	f.State.OnEndpointSliceUpdate(nil, dptest.WithTriggerTime(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.3.1", "node-c")), changed))
 	f.sync()
 
@@ -27,10 +27,10 @@ func TestNetworkProgrammingDuration(t *testing.T) {
 	}
 
 	// A failed sync records nothing; the sync that applies the change does.
-	f.clock.Step(time.Second)
-	changed = f.clock.Now()
-	f.clock.Step(2 * time.Second)
-	f.state.OnEndpointSliceUpdate(nil, dptest.WithTriggerTime(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	f.Clock.Step(time.Second)
+	changed = f.Clock.Now()
+	f.Clock.Step(2 * time.Second)
+	f.State.OnEndpointSliceUpdate(nil, dptest.WithTriggerTime(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.3.2", "node-c")), changed))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
@@ -46,11 +46,11 @@ func TestNoLocalEndpointsGauge(t *testing.T) {
 
 	f := newFixture(t)
 	addStandardServices(f) // ns2/lb: eTP Local, its only endpoint on node-b
-	f.state.OnServiceAdd(dptest.Service("ns3", "itp", "172.30.0.40", dptest.WithPort("", v1.ProtocolTCP, 80, 8080), dptest.WithInternalLocal()))
-	f.state.OnEndpointSliceAdd(dptest.Slice("ns3", "itp", "itp-1", 8080, "", v1.ProtocolTCP, dptest.Ready("10.0.2.4", "node-b")))
+	f.State.OnServiceAdd(dptest.Service("ns3", "itp", "172.30.0.40", dptest.WithPort("", v1.ProtocolTCP, 80, 8080), dptest.WithInternalLocal()))
+	f.State.OnEndpointSliceAdd(dptest.Slice("ns3", "itp", "itp-1", 8080, "", v1.ProtocolTCP, dptest.Ready("10.0.2.4", "node-b")))
 	// iTP Local without any endpoint: not counted (upstream counts only Services
 	// that have endpoints elsewhere).
-	f.state.OnServiceAdd(dptest.Service("ns3", "empty", "172.30.0.41", dptest.WithPort("", v1.ProtocolTCP, 80, 8080), dptest.WithInternalLocal()))
+	f.State.OnServiceAdd(dptest.Service("ns3", "empty", "172.30.0.41", dptest.WithPort("", v1.ProtocolTCP, 80, 8080), dptest.WithInternalLocal()))
 	f.sync()
 
 	check := func(step string, wantInternal, wantExternal float64) {
@@ -64,16 +64,16 @@ func TestNoLocalEndpointsGauge(t *testing.T) {
 	}
 	check("first sync", 1, 1)
 
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.2.3", "node-b"), dptest.Ready("10.0.1.3", testNodeName)))
 	f.sync()
 	check("local endpoint for the LB", 1, 0)
 
-	f.state.OnServiceDelete(dptest.Service("ns3", "itp", "172.30.0.40", dptest.WithPort("", v1.ProtocolTCP, 80, 8080), dptest.WithInternalLocal()))
+	f.State.OnServiceDelete(dptest.Service("ns3", "itp", "172.30.0.40", dptest.WithPort("", v1.ProtocolTCP, 80, 8080), dptest.WithInternalLocal()))
 	f.sync()
 	check("iTP Service deleted", 0, 0)
 
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.3", "node-b")))
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.3", "node-b")))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	_, _ = f.proxier.Sync(context.Background())

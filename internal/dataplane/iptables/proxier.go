@@ -5,18 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
-	"github.com/kproxy/kproxy/internal/conntrack"
-	"github.com/kproxy/kproxy/internal/dataplane/followup"
+	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
@@ -33,37 +28,15 @@ const DefaultFullSyncPeriod = time.Hour
 // stop.
 const DefaultLargeClusterEndpoints = 1000
 
-// HealthUpdater is told when all queued changes of a family are applied.
-type HealthUpdater = followup.HealthUpdater
-
-// ServiceHealth serves the healthCheckNodePorts of one family.
-type ServiceHealth = followup.ServiceHealth
-
-// Config configures a Proxier. Required: Family, Render, IPT, State.
+// Config configures a Proxier. Required: Family, State (proxycore.Config), Render,
+// IPT.
 type Config struct {
-	Family v1.IPFamily
+	proxycore.Config
 	// Render is the renderer configuration; its NodePortAddresses.IPs are replaced by
 	// NodePortIPs at each sync and its LargeCluster by the proxier.
 	Render render.Config
 	// IPT writes the rules of Family.
 	IPT iptables.Interface
-	// State is the model of Family, fed by the informers.
-	State *model.State
-	// NodePortIPs returns this family's local addresses that serve NodePorts (when
-	// Render.NodePortAddresses.All is false). nil keeps Render.NodePortAddresses.IPs.
-	NodePortIPs func() ([]netip.Addr, error)
-	// Conntrack clears stale UDP flows; nil disables the cleanup.
-	Conntrack conntrack.Interface
-	// Metrics of this family; nil records nothing.
-	Metrics *metrics.FamilyMetrics
-	// Health and ServiceHealth may be nil.
-	Health        HealthUpdater
-	ServiceHealth ServiceHealth
-	// Recorder receives a Warning event on every Service or EndpointSlice whose data
-	// was (partly) skipped; nil records none.
-	Recorder events.EventRecorder
-	// FullSyncPeriod defaults to DefaultFullSyncPeriod.
-	FullSyncPeriod time.Duration
 	// NFAcct creates the nfacct counters that upstream's rules count INVALID drops
 	// and accepted localhost NodePort packets into (the kubeproxy_iptables_*
 	// packet metrics read them). Each full sync ensures them, and the rules name
@@ -71,8 +44,6 @@ type Config struct {
 	NFAcct nfacct.Interface
 	// LargeClusterEndpoints defaults to DefaultLargeClusterEndpoints.
 	LargeClusterEndpoints int
-	// Clock defaults to the real clock.
-	Clock clock.PassiveClock
 }
 
 // Proxier programs one IP family; see the package documentation.
@@ -82,24 +53,23 @@ type Proxier struct {
 	fullSyncRequested atomic.Bool
 
 	// Owned by the Sync goroutine.
-	// commits commits the model, ahead of the first Sync too (Precommit).
-	commits      model.Precommitter
-	renderCfg    render.Config
-	base         *render.Fragment
-	applied      *render.State
-	lastFullSync time.Time
-	buf          bytes.Buffer
+	// core is what every mode's proxier shares: model commits, node addresses,
+	// the follow-up work.
+	core      *proxycore.Core
+	renderCfg render.Config
+	base      *render.Fragment
+	applied   *render.State
+	buf       bytes.Buffer
 	// endpoints counts the endpoints of each ServicePort (upstream's largeClusterMode
 	// input), total their sum.
 	endpoints map[model.ServicePortName]int
 	total     int
-	followUp  *followup.Work
 }
 
 // New returns a Proxier; it touches nothing.
 func New(cfg Config) (*Proxier, error) {
-	if cfg.IPT == nil || cfg.State == nil {
-		return nil, fmt.Errorf("iptables proxier for %s: IPT and State are required", cfg.Family)
+	if cfg.IPT == nil {
+		return nil, fmt.Errorf("iptables proxier for %s: IPT is required", cfg.Family)
 	}
 	if cfg.Render.Family != cfg.Family {
 		return nil, fmt.Errorf("iptables proxier for %s: renderer configured for %q", cfg.Family, cfg.Render.Family)
@@ -107,37 +77,26 @@ func New(cfg Config) (*Proxier, error) {
 	if err := cfg.Render.Validate(); err != nil {
 		return nil, fmt.Errorf("iptables proxier for %s: %w", cfg.Family, err)
 	}
-	if cfg.FullSyncPeriod <= 0 {
-		cfg.FullSyncPeriod = DefaultFullSyncPeriod
-	}
 	if cfg.LargeClusterEndpoints <= 0 {
 		cfg.LargeClusterEndpoints = DefaultLargeClusterEndpoints
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
+	core, err := proxycore.New("iptables", cfg.Config, DefaultFullSyncPeriod)
+	if err != nil {
+		return nil, err
 	}
+	cfg.Config = *core.Config()
 	return &Proxier{
 		cfg:       cfg,
-		commits:   model.Precommitter{State: cfg.State},
+		core:      core,
 		renderCfg: cfg.Render,
 		endpoints: map[model.ServicePortName]int{},
-		followUp: followup.New(followup.Config{
-			Family:        cfg.Family,
-			State:         cfg.State,
-			Conntrack:     cfg.Conntrack,
-			Metrics:       cfg.Metrics,
-			Health:        cfg.Health,
-			ServiceHealth: cfg.ServiceHealth,
-			Recorder:      cfg.Recorder,
-			Clock:         cfg.Clock,
-		}),
 	}, nil
 }
 
 // Precommit commits the model's pending changes ahead of the first sync, for it
 // (model.Precommitter); it does nothing once a sync has run. It must be called from
 // the goroutine that calls Sync.
-func (p *Proxier) Precommit() { p.commits.Precommit() }
+func (p *Proxier) Precommit() { p.core.Precommit() }
 
 // RequestFullSync makes the next Sync rewrite every chain (any goroutine): the canary
 // monitor calls it when someone flushed the tables, as upstream's
@@ -147,16 +106,12 @@ func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it sent anything to the kernel (accepted or not).
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
-	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
+	logger, start, update := p.core.Begin(ctx)
 	ctx = klog.NewContext(ctx, logger)
-	start := p.cfg.Clock.Now()
-	update := p.commits.Commit()
-	p.followUp.ReportProblems(logger, update.Problems)
-
 	full := p.applied == nil || p.fullSyncRequested.Swap(false) ||
 		// As upstream, no periodic full sync in large clusters.
-		(start.Sub(p.lastFullSync) >= p.cfg.FullSyncPeriod && !p.renderCfg.LargeCluster)
-	baseChanged := p.refreshNodePortIPs(ctx)
+		(p.core.FullSyncDue(start) && !p.renderCfg.LargeCluster)
+	baseChanged := p.core.RefreshNodePortIPs(ctx, &p.renderCfg.NodePortAddresses) && p.applied != nil
 	if p.countEndpoints(update, full) {
 		// Every endpoint rule gains or loses its comment.
 		full = true
@@ -167,7 +122,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		if err == nil {
 			logger.V(2).Info("Synced iptables rules", "full", false, "changed", len(update.Changed), "deleted", len(update.Deleted),
 				"elapsed", p.cfg.Clock.Since(start))
-			p.followUp.Succeeded(ctx, update, start, false)
+			p.core.FollowUp.Succeeded(ctx, update, start, false)
 			return wrote, nil
 		}
 		// What the kernel holds is unknown now (the legacy backend commits table by
@@ -180,28 +135,21 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 
 	if err := p.fullSync(ctx, start); err != nil {
 		p.applied = nil
-		p.followUp.Failed(update)
+		p.core.FollowUp.Failed(update)
 		return true, err
 	}
 	logger.V(2).Info("Synced iptables rules", "full", true, "services", p.applied.Len(), "endpoints", p.total,
 		"elapsed", p.cfg.Clock.Since(start))
-	p.followUp.Succeeded(ctx, update, start, true)
+	p.core.FollowUp.Succeeded(ctx, update, start, true)
 	return true, nil
 }
 
 // partialSync writes the fragments of the ServicePorts that changed, and the new
 // base fragment when baseChanged; it reports whether it wrote anything.
 func (p *Proxier) partialSync(ctx context.Context, update *model.Update, baseChanged bool) (bool, error) {
-	updates := make(map[model.ServicePortName]*render.Fragment, len(update.Changed)+len(update.Deleted))
-	for _, name := range update.Changed {
-		if view := p.cfg.State.View(name); view != nil {
-			f := render.RenderService(&p.renderCfg, view)
-			updates[name] = &f
-		}
-	}
-	for _, name := range update.Deleted {
-		updates[name] = nil
-	}
+	updates := proxycore.RenderChanged(p.cfg.State, update, func(v *model.ServicePortView) render.Fragment {
+		return render.RenderService(&p.renderCfg, v)
+	})
 	var newBase *render.Fragment
 	if baseChanged {
 		b := render.RenderBase(&p.renderCfg)
@@ -260,7 +208,7 @@ func (p *Proxier) fullSync(ctx context.Context, start time.Time) error {
 	if err := p.restore(ctx, true); err != nil {
 		return err
 	}
-	p.base, p.applied, p.lastFullSync = &base, st, start
+	p.base, p.applied, p.core.LastFullSync = &base, st, start
 	p.recordRules(written)
 	return nil
 }
@@ -307,24 +255,6 @@ func (p *Proxier) recordRules(w render.Written) {
 		p.cfg.Metrics.SetIPTablesRules(string(t), p.applied.Rules(t))
 		p.cfg.Metrics.SetIPTablesRulesLastSync(string(t), w.Rules[t])
 	}
-}
-
-// refreshNodePortIPs folds the node's current NodePort addresses into the render
-// configuration; it reports whether the base fragment must be re-rendered.
-func (p *Proxier) refreshNodePortIPs(ctx context.Context) bool {
-	if p.cfg.NodePortIPs == nil || p.renderCfg.NodePortAddresses.All {
-		return false
-	}
-	ips, err := p.cfg.NodePortIPs()
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Failed to list the node's addresses for NodePorts; keeping the previous ones")
-		return false
-	}
-	if slices.Equal(ips, p.renderCfg.NodePortAddresses.IPs) {
-		return false
-	}
-	p.renderCfg.NodePortAddresses.IPs = ips
-	return p.applied != nil
 }
 
 // countEndpoints keeps the endpoint count current (upstream counts every endpoint

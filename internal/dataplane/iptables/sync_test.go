@@ -39,7 +39,7 @@ func TestFirstSyncIsFull(t *testing.T) {
 	if n := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", ipv4Label); n != 0 {
 		t.Errorf("partial sync durations observed = %d, want 0", n)
 	}
-	if got, want := f.metricValue("kubeproxy_sync_proxy_rules_last_timestamp_seconds", ipv4Label), float64(f.clock.Now().Unix()); got != want {
+	if got, want := f.metricValue("kubeproxy_sync_proxy_rules_last_timestamp_seconds", ipv4Label), float64(f.Clock.Now().Unix()); got != want {
 		t.Errorf("last sync timestamp = %v, want %v", got, want)
 	}
 }
@@ -77,7 +77,7 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b"), dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 
@@ -101,8 +101,8 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	}
 
 	// A Service added and another deleted: still a delta, still a full render.
-	f.state.OnServiceAdd(dptest.Service("ns3", "new", "172.30.0.30", dptest.WithPort("", v1.ProtocolTCP, 443, 8443)))
-	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnServiceAdd(dptest.Service("ns3", "new", "172.30.0.30", dptest.WithPort("", v1.ProtocolTCP, 443, 8443)))
+	f.State.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	if f.lastWasFull() {
 		t.Fatalf("a Service change rewrote everything")
@@ -137,7 +137,7 @@ func TestSyncWithoutChangesRestoresNothing(t *testing.T) {
 	if got := f.restores(); got != 1 {
 		t.Errorf("syncs without changes ran %d restores", got-1)
 	}
-	if got := f.health.Count(v1.IPv4Protocol); got != 3 {
+	if got := f.Health.Count(v1.IPv4Protocol); got != 3 {
 		t.Errorf("health Updated %d times, want once per successful sync (3)", got)
 	}
 	f.checkRuleCounts()
@@ -149,9 +149,9 @@ func TestPartialRestoreFailure(t *testing.T) {
 	f := newFixture(t)
 	addStandardServices(f)
 	f.sync()
-	updates := f.health.Count(v1.IPv4Protocol)
+	updates := f.Health.Count(v1.IPv4Protocol)
 
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.sync()
 	if !f.lastWasFull() {
@@ -164,12 +164,12 @@ func TestPartialRestoreFailure(t *testing.T) {
 	if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_restore_failures_total", ipv4Label); got != 1 {
 		t.Errorf("restore failures = %v, want 1", got)
 	}
-	if got := f.health.Count(v1.IPv4Protocol); got != updates+1 {
+	if got := f.Health.Count(v1.IPv4Protocol); got != updates+1 {
 		t.Errorf("health Updated %d times, want %d", got, updates+1)
 	}
 
 	// Back to deltas afterwards.
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
 	f.sync()
 	if f.lastWasFull() {
 		t.Errorf("the sync after the recovery was full")
@@ -194,7 +194,7 @@ func TestDriftRepairedByFullSync(t *testing.T) {
 	if err := f.ipt.Restore(context.Background(), []byte(drift)); err != nil {
 		t.Fatal(err)
 	}
-	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	if !f.lastWasFull() {
 		t.Errorf("no full sync after the partial one failed")
@@ -217,9 +217,9 @@ func TestFailedFullRestore(t *testing.T) {
 			if !first {
 				f.sync()
 			}
-			updates := f.health.Count(v1.IPv4Protocol)
+			updates := f.Health.Count(v1.IPv4Protocol)
 
-			f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+			f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 			// The partial restore (if any) and the full one both fail.
 			f.ipt.FailNext(iptables.OpRestore, errInjected)
 			if !first {
@@ -239,7 +239,7 @@ func TestFailedFullRestore(t *testing.T) {
 			if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", ipv4Label); got != wantPartial {
 				t.Errorf("partial restore failures = %v, want %v", got, wantPartial)
 			}
-			if got := f.health.Count(v1.IPv4Protocol); got != updates {
+			if got := f.Health.Count(v1.IPv4Protocol); got != updates {
 				t.Errorf("health Updated after a failed sync")
 			}
 
@@ -298,20 +298,20 @@ func TestFullSyncPeriod(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 
-	f.clock.Step(30 * time.Second)
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.Clock.Step(30 * time.Second)
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if f.lastWasFull() {
 		t.Fatalf("sync before FullSyncPeriod was full")
 	}
-	f.clock.Step(30 * time.Second)
+	f.Clock.Step(30 * time.Second)
 	runs := f.restores()
 	f.sync() // no change, but FullSyncPeriod elapsed since the first sync
 	if f.restores() != runs+1 || !f.lastWasFull() {
 		t.Fatalf("no full sync after FullSyncPeriod")
 	}
 	f.checkRulesAreFullRender(testRenderConfig())
-	f.clock.Step(59 * time.Second)
+	f.Clock.Step(59 * time.Second)
 	runs = f.restores()
 	f.sync()
 	if f.restores() != runs {
@@ -327,7 +327,7 @@ func TestLargeCluster(t *testing.T) {
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
 
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b"), dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if !f.lastWasFull() {
@@ -340,14 +340,14 @@ func TestLargeCluster(t *testing.T) {
 		t.Errorf("endpoint comments kept in a large cluster")
 	}
 
-	f.clock.Step(2 * time.Minute)
+	f.Clock.Step(2 * time.Minute)
 	runs := f.restores()
 	f.sync()
 	if f.restores() != runs {
 		t.Errorf("periodic full sync in a large cluster")
 	}
 
-	f.state.OnServiceDelete(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
+	f.State.OnServiceDelete(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
 	f.sync()
 	if !f.lastWasFull() {
 		t.Errorf("going back under the threshold did not rewrite everything")
@@ -420,13 +420,13 @@ func TestServiceHealth(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
-	if len(f.svcHealth.Services) != 1 || f.svcHealth.Services[0][lb] != 30999 {
-		t.Fatalf("SyncServices calls = %v, want one with {ns2/lb: 30999}", f.svcHealth.Services)
+	if len(f.SvcHealth.Services) != 1 || f.SvcHealth.Services[0][lb] != 30999 {
+		t.Fatalf("SyncServices calls = %v, want one with {ns2/lb: 30999}", f.SvcHealth.Services)
 	}
 	if !strings.Contains(f.ipt.Dump(iptables.TableFilter), "--dport 30999 -j ACCEPT") {
 		t.Errorf("the health check node port is not accepted in filter KUBE-NODEPORTS")
 	}
-	f.state.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
+	f.State.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
 		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
@@ -434,7 +434,7 @@ func TestServiceHealth(t *testing.T) {
 		t.Fatal("Sync succeeded despite the failed restores")
 	}
 	f.sync()
-	if last := f.svcHealth.Services[len(f.svcHealth.Services)-1]; last[lb] != 30998 {
+	if last := f.SvcHealth.Services[len(f.SvcHealth.Services)-1]; last[lb] != 30998 {
 		t.Errorf("after recovering from a failed sync, health check ports = %v, want {ns2/lb: 30998}", last)
 	}
 }
@@ -445,8 +445,8 @@ func TestOptionalDependenciesMayBeNil(t *testing.T) {
 	})
 	addStandardServices(f)
 	f.sync()
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.3.1", "node-c")))
-	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.3.1", "node-c")))
+	f.State.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
@@ -456,7 +456,7 @@ func TestInvalidDataIsSkipped(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	f := newFixture(t, func(c *Config) { c.Recorder = recorder })
 	addStandardServices(f)
-	f.state.OnServiceAdd(dptest.Service("ns3", "bad", "not-an-ip", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnServiceAdd(dptest.Service("ns3", "bad", "not-an-ip", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
 	if strings.Contains(f.ipt.Dump(iptables.TableNAT), "ns3") {
@@ -489,8 +489,8 @@ func TestNFAcctCounters(t *testing.T) {
 		c.NFAcct = counters
 		c.Render.LocalhostNodePorts = true
 	})
-	f.state.OnServiceAdd(dptest.Service("ns1", "np", "172.30.0.50", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080), dptest.AsLoadBalancer("192.0.2.50", 30080, false, 0)))
-	f.state.OnEndpointSliceAdd(dptest.Slice("ns1", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", "node-b")))
+	f.State.OnServiceAdd(dptest.Service("ns1", "np", "172.30.0.50", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080), dptest.AsLoadBalancer("192.0.2.50", 30080, false, 0)))
+	f.State.OnEndpointSliceAdd(dptest.Slice("ns1", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", "node-b")))
 	f.sync()
 	if strings.Contains(f.lastRestore(), "-m nfacct") {
 		t.Fatalf("rules name nfacct counters that could not be created:\n%s", f.lastRestore())
@@ -519,11 +519,11 @@ func TestNFAcctCounters(t *testing.T) {
 // written by it, and Precommit leaves later changes to Sync.
 func TestPrecommit(t *testing.T) {
 	f := newFixture(t)
-	f.state.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.proxier.Precommit()
-	f.state.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
+	f.State.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
 	f.proxier.Precommit()
-	if services, endpoints := f.state.Pending(); services != 0 || endpoints != 0 || f.restores() != 0 {
+	if services, endpoints := f.State.Pending(); services != 0 || endpoints != 0 || f.restores() != 0 {
 		t.Fatalf("Precommit left %d/%d pending changes or restored (%d restores)", services, endpoints, f.restores())
 	}
 	f.sync()
@@ -532,9 +532,9 @@ func TestPrecommit(t *testing.T) {
 		t.Errorf("the first sync did not write the precommitted endpoint:\n%s", f.lastRestore())
 	}
 
-	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.proxier.Precommit()
-	if services, _ := f.state.Pending(); services != 1 {
+	if services, _ := f.State.Pending(); services != 1 {
 		t.Fatalf("after the first sync, Precommit consumed the model's pending changes (%d Service changes left, want 1)", services)
 	}
 	f.sync()
@@ -543,5 +543,5 @@ func TestPrecommit(t *testing.T) {
 
 func TestSyncReportsWhetherItWrote(t *testing.T) {
 	f := newFixture(t)
-	dptest.CheckSyncReportsWrites(t, f.proxier.Sync, f.state)
+	dptest.CheckSyncReportsWrites(t, f.proxier.Sync, f.State)
 }

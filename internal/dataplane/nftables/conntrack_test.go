@@ -37,7 +37,7 @@ func flowTargets(flows []*netlink.ConntrackFlow) []string {
 func (f *fixture) checkFlows(want ...string) {
 	f.t.Helper()
 	slices.Sort(want)
-	if got := flowTargets(f.conntrack.Entries(v1.IPv4Protocol)); !slices.Equal(got, want) {
+	if got := flowTargets(f.Conntrack.Entries(v1.IPv4Protocol)); !slices.Equal(got, want) {
 		f.t.Errorf("conntrack flows = %v, want %v", got, want)
 	}
 }
@@ -47,13 +47,13 @@ func TestDeletedUDPServiceFlowsCleared(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 
-	f.conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{
+	f.Conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{
 		udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.1.2", 5353),
 		udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.2.2", 5353),
 		udpFlow("10.0.5.5", "172.30.0.99", 53, "10.0.9.9", 5353), // not a Service
 	})
 	// Only the Service goes; its EndpointSlice stays (it is garbage collected later).
-	f.state.OnServiceDelete(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
+	f.State.OnServiceDelete(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
 	f.sync()
 
 	f.checkFlows("172.30.0.99->10.0.9.9")
@@ -70,12 +70,12 @@ func TestStaleUDPEndpointFlowsCleared(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 
-	f.conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{
+	f.Conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{
 		udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.1.2", 5353),
 		udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353),
 	})
 	// 10.0.2.2 stops serving.
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
 		dptest.Ready("10.0.1.2", testNodeName), dptest.NotReady("10.0.2.2", "node-b")))
 	f.sync()
 	f.checkFlows("172.30.0.53->10.0.1.2")
@@ -86,8 +86,8 @@ func TestTCPEndpointChangeLeavesConntrackAlone(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 	// A UDP flow that is stale, but nothing UDP changed: no reconciliation.
-	f.conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.7.7", 5353)})
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.Conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.7.7", 5353)})
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	f.checkFlows("172.30.0.53->10.0.7.7")
 }
@@ -97,11 +97,11 @@ func TestConntrackCleanupWaitsForSuccessfulSync(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 
-	f.conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{
+	f.Conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{
 		udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.1.2", 5353),
 		udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353),
 	})
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
 		dptest.Ready("10.0.1.2", testNodeName)))
 	f.nft.failNext = 1
 	if _, err := f.proxier.Sync(context.Background()); err == nil {
@@ -119,13 +119,13 @@ func TestConntrackFailureRetriedAtNextSync(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 
-	f.conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353)})
-	f.conntrack.SetListError(errors.New("netlink dump failed"))
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.1.2", testNodeName)))
+	f.Conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353)})
+	f.Conntrack.SetListError(errors.New("netlink dump failed"))
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.1.2", testNodeName)))
 	f.sync() // the rules are in; only the cleanup failed, which is not a sync error
 	f.checkFlows("172.30.0.53->10.0.2.2")
 
-	f.conntrack.SetListError(nil)
+	f.Conntrack.SetListError(nil)
 	f.sync() // nothing changed in the model, the cleanup is still pending
 	f.checkFlows()
 }

@@ -8,14 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/knftables"
 
-	"github.com/kproxy/kproxy/internal/conntrack"
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
@@ -71,15 +66,10 @@ func (r *recordingNFT) runs() int {
 
 // fixture is a Proxier for IPv4 with every dependency faked.
 type fixture struct {
-	t         *testing.T
-	proxier   *Proxier
-	nft       *recordingNFT
-	state     *model.State
-	conntrack *conntrack.Fake
-	registry  *prometheus.Registry
-	clock     *clocktesting.FakeClock
-	health    *dptest.Health
-	svcHealth *dptest.ServiceHealth
+	*dptest.Parts
+	t       *testing.T
+	proxier *Proxier
+	nft     *recordingNFT
 }
 
 func testRenderConfig() render.Config {
@@ -97,31 +87,8 @@ func testRenderConfig() render.Config {
 
 func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 	t.Helper()
-	f := &fixture{
-		t:         t,
-		nft:       &recordingNFT{Fake: knftables.NewFake(knftables.IPv4Family, render.TableName)},
-		state:     model.NewState(v1.IPv4Protocol, testNodeName),
-		conntrack: conntrack.NewFake(),
-		registry:  prometheus.NewRegistry(),
-		clock:     clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)),
-		health:    &dptest.Health{},
-		svcHealth: &dptest.ServiceHealth{},
-	}
-	m := metrics.New(f.registry)
-	if err := m.Register(metrics.RegisterOptions{Mode: metrics.ModeNFTables}); err != nil {
-		t.Fatalf("registering metrics: %v", err)
-	}
-	cfg := Config{
-		Family:        v1.IPv4Protocol,
-		Render:        testRenderConfig(),
-		NFT:           f.nft,
-		State:         f.state,
-		Conntrack:     f.conntrack,
-		Metrics:       m.Family(v1.IPv4Protocol),
-		Health:        f.health,
-		ServiceHealth: f.svcHealth,
-		Clock:         f.clock,
-	}
+	f := &fixture{t: t, Parts: dptest.NewParts(t, metrics.ModeNFTables, testNodeName), nft: &recordingNFT{Fake: knftables.NewFake(knftables.IPv4Family, render.TableName)}}
+	cfg := Config{Config: f.CoreConfig(), Render: testRenderConfig(), NFT: f.nft}
 	for _, mut := range mutate {
 		mut(&cfg)
 	}
@@ -146,7 +113,7 @@ func (f *fixture) expectedDump(cfg render.Config) string {
 	f.t.Helper()
 	fresh := knftables.NewFake(knftables.IPv4Family, render.TableName)
 	base := render.RenderBase(&cfg)
-	st := render.NewState(&base, render.RenderServices(&cfg, slices.Collect(f.state.Views())))
+	st := render.NewState(&base, render.RenderServices(&cfg, slices.Collect(f.State.Views())))
 	tx := fresh.NewTransaction()
 	render.WriteFull(tx, st)
 	if err := fresh.Run(context.Background(), tx); err != nil {
@@ -184,12 +151,12 @@ func normalizeDump(dump string) string {
 // metricValue returns the value of the counter or gauge name with the given labels
 // (0 when the series does not exist).
 func (f *fixture) metricValue(name string, labels map[string]string) float64 {
-	return dptest.Value(f.t, f.registry, name, labels)
+	return dptest.Value(f.t, f.Registry, name, labels)
 }
 
 // histogram returns the sample count and sum of a histogram series.
 func (f *fixture) histogram(name string, labels map[string]string) (uint64, float64) {
-	return dptest.Histogram(f.t, f.registry, name, labels)
+	return dptest.Histogram(f.t, f.Registry, name, labels)
 }
 
 var ipv4Label = map[string]string{"ip_family": "IPv4"}

@@ -25,7 +25,7 @@ func localhostFixture(t *testing.T) (*fixture, *localnodeports.Fake) {
 			tracker.Synced(full, changed, deleted)
 		}
 	})
-	tracker = localnodeports.NewTracker(v1.IPv4Protocol, f.state, fake)
+	tracker = localnodeports.NewTracker(v1.IPv4Protocol, f.State, fake)
 	return f, fake
 }
 
@@ -51,8 +51,8 @@ func TestLocalhostNodePortListenersFollowSyncs(t *testing.T) {
 	web := dptest.Service("ns3", "np", "172.30.0.30", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
 		dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353), dptest.AsLoadBalancer("1.2.3.5", 30053, false, 0))
 	web.Spec.Ports[0].NodePort = 30081
-	f.state.OnServiceAdd(web)
-	f.state.OnEndpointSliceAdd(dptest.Slice("ns3", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.9", "node-b")))
+	f.State.OnServiceAdd(web)
+	f.State.OnEndpointSliceAdd(dptest.Slice("ns3", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.9", "node-b")))
 	f.sync()
 	if got := listenerPorts(t, fake); !slices.Equal(got, []uint16{30081}) {
 		t.Fatalf("listeners %v, want [30081]", got)
@@ -67,14 +67,14 @@ func TestLocalhostNodePortListenersFollowSyncs(t *testing.T) {
 	}
 
 	// The endpoints go away: no listener.
-	f.state.OnEndpointSliceDelete(dptest.Slice("ns3", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.9", "node-b")))
+	f.State.OnEndpointSliceDelete(dptest.Slice("ns3", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.9", "node-b")))
 	f.sync()
 	if got := listenerPorts(t, fake); len(got) != 0 {
 		t.Errorf("listeners %v after the endpoints went away", got)
 	}
 
 	// A failed transaction hands nothing; the next (full) sync does.
-	f.state.OnEndpointSliceAdd(dptest.Slice("ns3", "np", "np-2", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.10", "node-b")))
+	f.State.OnEndpointSliceAdd(dptest.Slice("ns3", "np", "np-2", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.10", "node-b")))
 	f.nft.failNext = 1
 	n = len(fake.Syncs())
 	if _, err := f.proxier.Sync(context.Background()); err == nil {

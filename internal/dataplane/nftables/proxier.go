@@ -10,15 +10,10 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/knftables"
 
-	"github.com/kproxy/kproxy/internal/conntrack"
-	"github.com/kproxy/kproxy/internal/dataplane/followup"
-	"github.com/kproxy/kproxy/internal/metrics"
+	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 	"github.com/kproxy/kproxy/internal/model"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
@@ -27,45 +22,21 @@ import (
 // failed, as upstream does, to repair anything that changed the table behind our back.
 const DefaultFullSyncPeriod = time.Hour
 
-// HealthUpdater is told when all queued changes of a family are applied.
-type HealthUpdater = followup.HealthUpdater
-
-// ServiceHealth serves the healthCheckNodePorts of one family.
-type ServiceHealth = followup.ServiceHealth
-
-// Config configures a Proxier. Required: Family, Render, NFT, State.
+// Config configures a Proxier. Required: Family, State (proxycore.Config), Render,
+// NFT.
 type Config struct {
-	Family v1.IPFamily
+	proxycore.Config
 	// Render is the renderer configuration; its ServiceCIDRs are replaced by
 	// SetServiceCIDRs and its NodePortAddresses.IPs by NodePortIPs at each full sync.
 	Render render.Config
 	// NFT writes the kube-proxy table of Family.
 	NFT knftables.Interface
-	// State is the model of Family, fed by the informers.
-	State *model.State
-	// NodePortIPs returns this family's local addresses that serve NodePorts (when
-	// Render.NodePortAddresses.All is false). nil keeps Render.NodePortAddresses.IPs.
-	NodePortIPs func() ([]netip.Addr, error)
-	// Conntrack clears stale UDP flows; nil disables the cleanup.
-	Conntrack conntrack.Interface
-	// Metrics of this family; nil records nothing.
-	Metrics *metrics.FamilyMetrics
-	// Health and ServiceHealth may be nil.
-	Health        HealthUpdater
-	ServiceHealth ServiceHealth
-	// Recorder receives a Warning event on every Service or EndpointSlice whose data
-	// was (partly) skipped; nil records none.
-	Recorder events.EventRecorder
-	// FullSyncPeriod defaults to DefaultFullSyncPeriod.
-	FullSyncPeriod time.Duration
 	// FullSync, when set, is called before a full sync renders the whole table,
 	// and the function it returns once the transaction ran: the rendered state and
 	// the transaction grow the heap by tens of MB at 10,000 Services, and the
 	// process may bound the garbage collector's headroom meanwhile (a process-wide
 	// knob that the caller owns, not this package).
 	FullSync func() (done func())
-	// Clock defaults to the real clock.
-	Clock clock.PassiveClock
 	// AfterSync, when set, is called on the Sync goroutine after every Sync that
 	// succeeded (one with nothing to write too), with whether it was a full sync and
 	// the ServicePorts it applied as changed or deleted: for parts that follow the
@@ -83,52 +54,39 @@ type Proxier struct {
 	cidrsChanged bool
 
 	// Owned by the Sync goroutine.
-	renderCfg    render.Config
-	base         *render.Fragment
-	applied      *render.State
-	lastFullSync time.Time
-	// followUp does the work around the transaction shared with the other modes.
-	followUp *followup.Work
-	// commits commits the model, ahead of the first Sync too (Precommit).
-	commits model.Precommitter
+	// core is what every mode's proxier shares: model commits, node addresses,
+	// the follow-up work.
+	core      *proxycore.Core
+	renderCfg render.Config
+	base      *render.Fragment
+	applied   *render.State
 }
 
 // New returns a Proxier; it touches nothing.
 func New(cfg Config) (*Proxier, error) {
-	if cfg.NFT == nil || cfg.State == nil {
-		return nil, fmt.Errorf("nftables proxier for %s: NFT and State are required", cfg.Family)
+	if cfg.NFT == nil {
+		return nil, fmt.Errorf("nftables proxier for %s: NFT is required", cfg.Family)
 	}
 	if err := cfg.Render.Validate(); err != nil {
 		return nil, fmt.Errorf("nftables proxier for %s: %w", cfg.Family, err)
 	}
-	if cfg.FullSyncPeriod <= 0 {
-		cfg.FullSyncPeriod = DefaultFullSyncPeriod
+	core, err := proxycore.New("nftables", cfg.Config, DefaultFullSyncPeriod)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Config = *core.Config()
 	return &Proxier{
 		cfg:          cfg,
-		commits:      model.Precommitter{State: cfg.State},
+		core:         core,
 		renderCfg:    cfg.Render,
 		serviceCIDRs: cfg.Render.ServiceCIDRs,
-		followUp: followup.New(followup.Config{
-			Family:        cfg.Family,
-			State:         cfg.State,
-			Conntrack:     cfg.Conntrack,
-			Metrics:       cfg.Metrics,
-			Health:        cfg.Health,
-			ServiceHealth: cfg.ServiceHealth,
-			Recorder:      cfg.Recorder,
-			Clock:         cfg.Clock,
-		}),
 	}, nil
 }
 
 // Precommit commits the model's pending changes ahead of the first sync, for it
 // (model.Precommitter); it does nothing once a sync has run. It must be called from
 // the goroutine that calls Sync.
-func (p *Proxier) Precommit() { p.commits.Precommit() }
+func (p *Proxier) Precommit() { p.core.Precommit() }
 
 // SetServiceCIDRs records the cluster's ServiceCIDRs of this family (any goroutine).
 func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
@@ -143,15 +101,11 @@ func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it sent a transaction to the kernel (accepted or not).
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
-	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
-	start := p.cfg.Clock.Now()
-	update := p.commits.Commit()
-	p.followUp.ReportProblems(logger, update.Problems)
-
+	logger, start, update := p.core.Begin(ctx)
 	baseChanged := p.refreshRenderConfig(ctx)
-	full := p.applied == nil || start.Sub(p.lastFullSync) >= p.cfg.FullSyncPeriod
+	full := p.applied == nil || p.core.FullSyncDue(start)
 	if !full && !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0 {
-		p.followUp.Succeeded(ctx, update, start, false)
+		p.core.FollowUp.Succeeded(ctx, update, start, false)
 		p.afterSync(ctx, false, update.Changed, update.Deleted)
 		return false, nil
 	}
@@ -178,19 +132,12 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		if existing != nil {
 			replace = p.fullSyncRunner(ctx, st, nil, &ops)
 		}
-		commit = func() { p.base, p.applied, p.lastFullSync = &base, st, start }
+		commit = func() { p.base, p.applied, p.core.LastFullSync = &base, st, start }
 	} else {
 		tx := p.cfg.NFT.NewTransaction()
-		updates := make(map[model.ServicePortName]*render.Fragment, len(update.Changed)+len(update.Deleted))
-		for _, name := range update.Changed {
-			if view := p.cfg.State.View(name); view != nil {
-				frag := render.RenderService(&p.renderCfg, view)
-				updates[name] = &frag
-			}
-		}
-		for _, name := range update.Deleted {
-			updates[name] = nil
-		}
+		updates := proxycore.RenderChanged(p.cfg.State, update, func(v *model.ServicePortView) render.Fragment {
+			return render.RenderService(&p.renderCfg, v)
+		})
 		var newBase *render.Fragment
 		if baseChanged {
 			b := render.RenderBase(&p.renderCfg)
@@ -216,14 +163,14 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		// applied so that the retry rewrites the table from the model, and keep the
 		// conntrack work of this update for the sync that succeeds.
 		p.applied = nil
-		p.followUp.Failed(update)
+		p.core.FollowUp.Failed(update)
 		p.cfg.Metrics.IncNFTablesSyncFailures()
 		return true, fmt.Errorf("nftables %s transaction (%d operations, full=%t): %w", p.cfg.Family, ops, full, err)
 	}
 	commit()
 	logger.V(2).Info("Synced nftables rules", "full", full, "changed", len(update.Changed), "deleted", len(update.Deleted),
 		"operations", ops, "elapsed", p.cfg.Clock.Since(start))
-	p.followUp.Succeeded(ctx, update, start, full)
+	p.core.FollowUp.Succeeded(ctx, update, start, full)
 	p.afterSync(ctx, full, update.Changed, update.Deleted)
 	return ops > 0, nil
 }
@@ -306,14 +253,8 @@ func (p *Proxier) refreshRenderConfig(ctx context.Context) bool {
 		changed = true
 	}
 	p.mu.Unlock()
-	if p.cfg.NodePortIPs != nil && !p.renderCfg.NodePortAddresses.All {
-		ips, err := p.cfg.NodePortIPs()
-		if err != nil {
-			klog.FromContext(ctx).Error(err, "Failed to list the node's addresses for NodePorts; keeping the previous ones", "ipFamily", p.cfg.Family)
-		} else if !slices.Equal(ips, p.renderCfg.NodePortAddresses.IPs) {
-			p.renderCfg.NodePortAddresses.IPs = ips
-			changed = true
-		}
+	if p.core.RefreshNodePortIPs(ctx, &p.renderCfg.NodePortAddresses) {
+		changed = true
 	}
 	return changed && p.applied != nil
 }

@@ -109,8 +109,8 @@ func TestFullSyncAsScript(t *testing.T) {
 	const services = 800
 	for i := range services {
 		name := fmt.Sprintf("svc-%d", i)
-		f.state.OnServiceAdd(dptest.Service("ns", name, fmt.Sprintf("172.30.%d.%d", i/250, i%250+1), dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
-		f.state.OnEndpointSliceAdd(dptest.Slice("ns", name, name+"-1", 8080, "http", v1.ProtocolTCP,
+		f.State.OnServiceAdd(dptest.Service("ns", name, fmt.Sprintf("172.30.%d.%d", i/250, i%250+1), dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+		f.State.OnEndpointSliceAdd(dptest.Slice("ns", name, name+"-1", 8080, "http", v1.ProtocolTCP,
 			dptest.Ready(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), testNodeName), dptest.Ready(fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), "node-b")))
 	}
 
@@ -140,7 +140,7 @@ func TestFullSyncAsScript(t *testing.T) {
 
 	// A partial sync is one transaction through Run.
 	before := writer.runs()
-	f.state.OnServiceDelete(dptest.Service("ns", "svc-7", "172.30.0.8", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnServiceDelete(dptest.Service("ns", "svc-7", "172.30.0.8", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	if writer.calls != 3 || writer.runs() != before+1 {
 		t.Fatalf("partial sync: %d RunScript calls and %d new transactions, want 3 and 1", writer.calls, writer.runs()-before)
@@ -152,24 +152,24 @@ func TestFullSyncAsScript(t *testing.T) {
 // their follow-up work (events, trigger times), and Precommit is inert afterwards.
 func TestPrecommit(t *testing.T) {
 	f := newFixture(t)
-	f.state.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.proxier.Precommit()
-	f.state.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
+	f.State.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
 	f.proxier.Precommit()
-	f.state.OnServiceAdd(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
+	f.State.OnServiceAdd(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
 	if f.nft.runs() != 0 {
 		t.Fatal("Precommit wrote to the kernel")
 	}
 	f.sync()
 	f.checkTableIsFullRender(testRenderConfig())
-	if f.svcHealth.Services == nil {
+	if f.SvcHealth.Services == nil {
 		t.Error("the first sync did not sync the health check services")
 	}
 
 	// After a sync, Precommit leaves changes to Sync.
-	f.state.OnServiceDelete(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
+	f.State.OnServiceDelete(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
 	f.proxier.Precommit()
-	if services, _ := f.state.Pending(); services != 1 {
+	if services, _ := f.State.Pending(); services != 1 {
 		t.Fatalf("after the first sync, Precommit consumed the model's pending changes (%d Service changes left, want 1)", services)
 	}
 	runs := f.nft.runs()

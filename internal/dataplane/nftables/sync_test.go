@@ -20,7 +20,7 @@ import (
 // Service (each with a local and a remote endpoint) and an eTP=Local LoadBalancer
 // whose only endpoint is on another node.
 func addStandardServices(f *fixture) {
-	st := f.state
+	st := f.State
 	st.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	st.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b")))
@@ -69,7 +69,7 @@ func TestFirstSyncIsFull(t *testing.T) {
 	if n, _ := f.histogram("kubeproxy_sync_proxy_rules_duration_seconds", ipv4Label); n != 1 {
 		t.Errorf("sync durations observed = %d, want 1", n)
 	}
-	if got, want := f.metricValue("kubeproxy_sync_proxy_rules_last_timestamp_seconds", ipv4Label), float64(f.clock.Now().Unix()); got != want {
+	if got, want := f.metricValue("kubeproxy_sync_proxy_rules_last_timestamp_seconds", ipv4Label), float64(f.Clock.Now().Unix()); got != want {
 		t.Errorf("last sync timestamp = %v, want %v", got, want)
 	}
 }
@@ -107,7 +107,7 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	f.sync()
 	fullOps := f.nft.lastOperations()
 
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b"), dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 
@@ -125,8 +125,8 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	}
 
 	// A Service added and another deleted: still a delta, still equal to a full render.
-	f.state.OnServiceAdd(dptest.Service("ns3", "new", "172.30.0.30", dptest.WithPort("", v1.ProtocolTCP, 443, 8443)))
-	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnServiceAdd(dptest.Service("ns3", "new", "172.30.0.30", dptest.WithPort("", v1.ProtocolTCP, 443, 8443)))
+	f.State.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	if f.lastWasFullRewrite() {
 		t.Fatalf("a Service change rewrote the whole table")
@@ -144,7 +144,7 @@ func TestSyncWithoutChangesRunsNoTransaction(t *testing.T) {
 	if got := f.nft.runs(); got != runs {
 		t.Errorf("syncs without changes ran %d transactions", got-runs)
 	}
-	if got := f.health.Count(v1.IPv4Protocol); got != 3 {
+	if got := f.Health.Count(v1.IPv4Protocol); got != 3 {
 		t.Errorf("health Updated %d times, want once per successful sync (3)", got)
 	}
 	if n, _ := f.histogram("kubeproxy_sync_proxy_rules_duration_seconds", ipv4Label); n != 3 {
@@ -165,9 +165,9 @@ func TestFailedTransaction(t *testing.T) {
 				f.sync()
 			}
 			before := normalizeDump(f.nft.Dump())
-			updates := f.health.Count(v1.IPv4Protocol)
+			updates := f.Health.Count(v1.IPv4Protocol)
 
-			f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+			f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 				dptest.Ready("10.0.3.1", "node-c")))
 			f.nft.failNext = 1
 			if first {
@@ -182,7 +182,7 @@ func TestFailedTransaction(t *testing.T) {
 			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); got != 1 {
 				t.Errorf("sync failures = %v, want 1", got)
 			}
-			if got := f.health.Count(v1.IPv4Protocol); got != updates {
+			if got := f.Health.Count(v1.IPv4Protocol); got != updates {
 				t.Errorf("health Updated after a failed sync")
 			}
 			if got := normalizeDump(f.nft.Dump()); got != before {
@@ -200,12 +200,12 @@ func TestFailedTransaction(t *testing.T) {
 			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); got != 1 {
 				t.Errorf("sync failures = %v after recovery, want 1", got)
 			}
-			if got := f.health.Count(v1.IPv4Protocol); got != updates+1 {
+			if got := f.Health.Count(v1.IPv4Protocol); got != updates+1 {
 				t.Errorf("health Updated %d times after the recovery, want %d", got, updates+1)
 			}
 
 			// Back to deltas afterwards.
-			f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+			f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 				dptest.Ready("10.0.3.2", "node-c")))
 			f.sync()
 			if f.lastWasFullRewrite() {
@@ -221,8 +221,8 @@ func TestFullSyncPeriod(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 
-	f.clock.Step(30 * time.Second)
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.Clock.Step(30 * time.Second)
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if f.lastWasFullRewrite() {
 		t.Fatalf("sync before FullSyncPeriod was full")
@@ -235,7 +235,7 @@ func TestFullSyncPeriod(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f.clock.Step(30 * time.Second)
+	f.Clock.Step(30 * time.Second)
 	runs := f.nft.runs()
 	f.sync() // no change, but FullSyncPeriod elapsed since the first sync
 	if f.nft.runs() != runs+1 || !f.lastWasFullRewrite() {
@@ -246,7 +246,7 @@ func TestFullSyncPeriod(t *testing.T) {
 		t.Errorf("full sync durations observed = %d, want 2", n)
 	}
 
-	f.clock.Step(59 * time.Second)
+	f.Clock.Step(59 * time.Second)
 	runs = f.nft.runs()
 	f.sync()
 	if f.nft.runs() != runs {
@@ -356,34 +356,34 @@ func TestServiceHealth(t *testing.T) {
 	addStandardServices(f)
 	f.sync()
 	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
-	if len(f.svcHealth.Services) != 1 || len(f.svcHealth.Services[0]) != 1 || f.svcHealth.Services[0][lb] != 30999 {
-		t.Fatalf("SyncServices calls = %v, want one with {ns2/lb: 30999}", f.svcHealth.Services)
+	if len(f.SvcHealth.Services) != 1 || len(f.SvcHealth.Services[0]) != 1 || f.SvcHealth.Services[0][lb] != 30999 {
+		t.Fatalf("SyncServices calls = %v, want one with {ns2/lb: 30999}", f.SvcHealth.Services)
 	}
-	if len(f.svcHealth.Endpoints) != 1 {
-		t.Fatalf("SyncEndpoints called %d times, want 1", len(f.svcHealth.Endpoints))
+	if len(f.SvcHealth.Endpoints) != 1 {
+		t.Fatalf("SyncEndpoints called %d times, want 1", len(f.SvcHealth.Endpoints))
 	}
-	eps := f.svcHealth.Endpoints[0]
+	eps := f.SvcHealth.Endpoints[0]
 	if eps[types.NamespacedName{Namespace: "ns1", Name: "web"}] != 1 || eps[lb] != 0 {
 		t.Errorf("SyncEndpoints(%v): want 1 local endpoint for ns1/web and none for ns2/lb", eps)
 	}
 
 	// An endpoint change does not resync the health check services.
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.2.3", "node-b"), dptest.Ready("10.0.1.3", testNodeName)))
 	f.sync()
-	if len(f.svcHealth.Services) != 1 {
+	if len(f.SvcHealth.Services) != 1 {
 		t.Errorf("SyncServices called again without a health check node port change")
 	}
-	if last := f.svcHealth.Endpoints[len(f.svcHealth.Endpoints)-1]; last[lb] != 1 {
+	if last := f.SvcHealth.Endpoints[len(f.SvcHealth.Endpoints)-1]; last[lb] != 1 {
 		t.Errorf("SyncEndpoints(%v): want 1 local endpoint for ns2/lb", last)
 	}
 
 	// A new healthCheckNodePort is passed on.
-	f.state.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
+	f.State.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
 		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
 	f.sync()
-	if n := len(f.svcHealth.Services); n != 2 || f.svcHealth.Services[1][lb] != 30998 {
-		t.Errorf("SyncServices calls = %v, want a second one with {ns2/lb: 30998}", f.svcHealth.Services)
+	if n := len(f.SvcHealth.Services); n != 2 || f.SvcHealth.Services[1][lb] != 30998 {
+		t.Errorf("SyncServices calls = %v, want a second one with {ns2/lb: 30998}", f.SvcHealth.Services)
 	}
 }
 
@@ -393,14 +393,14 @@ func TestServiceHealthChangeSurvivesFailedSync(t *testing.T) {
 	f.sync()
 	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
 
-	f.state.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
+	f.State.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
 		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
 	f.nft.failNext = 1
 	if _, err := f.proxier.Sync(context.Background()); err == nil {
 		t.Fatal("Sync succeeded despite the failed transaction")
 	}
 	f.sync()
-	last := f.svcHealth.Services[len(f.svcHealth.Services)-1]
+	last := f.SvcHealth.Services[len(f.SvcHealth.Services)-1]
 	if last[lb] != 30998 {
 		t.Errorf("after recovering from a failed sync, health check ports = %v, want {ns2/lb: 30998}", last)
 	}
@@ -410,16 +410,16 @@ func TestHealthUpdatedOncePerSuccessfulSync(t *testing.T) {
 	f := newFixture(t)
 	addStandardServices(f)
 	f.sync()
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	f.nft.failNext = 1
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
 	_, _ = f.proxier.Sync(context.Background())
 	f.sync()
-	if got := f.health.Count(v1.IPv4Protocol); got != 3 {
+	if got := f.Health.Count(v1.IPv4Protocol); got != 3 {
 		t.Errorf("health Updated %d times for 3 successful syncs", got)
 	}
-	if got := f.health.Count(v1.IPv6Protocol); got != 0 {
+	if got := f.Health.Count(v1.IPv6Protocol); got != 0 {
 		t.Errorf("health Updated for the wrong family")
 	}
 }
@@ -430,8 +430,8 @@ func TestOptionalDependenciesMayBeNil(t *testing.T) {
 	})
 	addStandardServices(f)
 	f.sync()
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.3.1", "node-c")))
-	f.state.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.3.1", "node-c")))
+	f.State.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	f.checkTableIsFullRender(testRenderConfig())
 }
@@ -440,7 +440,7 @@ func TestInvalidDataIsSkipped(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	f := newFixture(t, func(c *Config) { c.Recorder = recorder })
 	addStandardServices(f)
-	f.state.OnServiceAdd(dptest.Service("ns3", "bad", "not-an-ip", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
+	f.State.OnServiceAdd(dptest.Service("ns3", "bad", "not-an-ip", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	f.checkTableIsFullRender(testRenderConfig())
 	if strings.Contains(f.nft.Dump(), "ns3") {
@@ -459,15 +459,15 @@ func TestInvalidDataIsSkipped(t *testing.T) {
 func TestServiceHealthFailureRetried(t *testing.T) {
 	f := newFixture(t)
 	addStandardServices(f)
-	f.svcHealth.Err = errors.New("port in use")
+	f.SvcHealth.Err = errors.New("port in use")
 	f.sync() // a health server failure does not fail the sync
-	f.svcHealth.Err = nil
+	f.SvcHealth.Err = nil
 	f.sync()
-	if n := len(f.svcHealth.Services); n != 2 {
+	if n := len(f.SvcHealth.Services); n != 2 {
 		t.Errorf("SyncServices called %d times, want a retry after the failure (2)", n)
 	}
 	f.sync()
-	if n := len(f.svcHealth.Services); n != 2 {
+	if n := len(f.SvcHealth.Services); n != 2 {
 		t.Errorf("SyncServices called %d times, want no call once it succeeded (2)", n)
 	}
 }
@@ -494,12 +494,12 @@ func TestFullSyncHook(t *testing.T) {
 	if entered != 1 || left != 1 || runsAtEntry[0] != 0 || runsAtExit[0] != 1 {
 		t.Fatalf("first (full) sync: entered %d, left %d, transactions at entry %v and exit %v; want 1, 1, [0], [1]", entered, left, runsAtEntry, runsAtExit)
 	}
-	f.state.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if f.lastWasFullRewrite() || entered != 1 {
 		t.Fatalf("partial sync: full rewrite %t, hook entered %d times; want false, 1", f.lastWasFullRewrite(), entered)
 	}
-	f.clock.Step(time.Minute)
+	f.Clock.Step(time.Minute)
 	f.sync()
 	if !f.lastWasFullRewrite() || entered != 2 || left != 2 {
 		t.Errorf("periodic full sync: full rewrite %t, entered %d, left %d; want true, 2, 2", f.lastWasFullRewrite(), entered, left)
@@ -511,8 +511,8 @@ func addAffinityService(f *fixture) {
 	svc := dptest.Service("ns1", "sticky", "172.30.0.30", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080))
 	svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
 	svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: new(int32(600))}}
-	f.state.OnServiceAdd(svc)
-	f.state.OnEndpointSliceAdd(dptest.Slice("ns1", "sticky", "sticky-1", 8080, "http", v1.ProtocolTCP,
+	f.State.OnServiceAdd(svc)
+	f.State.OnEndpointSliceAdd(dptest.Slice("ns1", "sticky", "sticky-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.5.1", "node-b"), dptest.Ready("10.0.5.2", "node-b")))
 }
 
@@ -548,7 +548,7 @@ func TestFullSyncKeepsAffinity(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f.clock.Step(time.Minute)
+	f.Clock.Step(time.Minute)
 	f.sync()
 	if !f.lastWasFullRewrite() || f.lastReplacedTable() {
 		t.Fatalf("periodic full sync: full %t, replaced the table %t; want a refresh", f.lastWasFullRewrite(), f.lastReplacedTable())
@@ -571,7 +571,7 @@ func TestRefusedRefreshReplacesTable(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.FullSyncPeriod = time.Minute })
 	addStandardServices(f)
 	f.sync()
-	f.clock.Step(time.Minute)
+	f.Clock.Step(time.Minute)
 	runs := f.nft.runs()
 	f.nft.failNext = 1
 	f.sync()
@@ -586,5 +586,5 @@ func TestRefusedRefreshReplacesTable(t *testing.T) {
 
 func TestSyncReportsWhetherItWrote(t *testing.T) {
 	f := newFixture(t)
-	dptest.CheckSyncReportsWrites(t, f.proxier.Sync, f.state)
+	dptest.CheckSyncReportsWrites(t, f.proxier.Sync, f.State)
 }

@@ -1,0 +1,16 @@
+// Package proxycore is the part of a proxier that every dataplane mode shares, so
+// that the nftables and iptables proxiers differ only in what they render and how
+// they write it:
+//
+//   - Config: what a proxier is configured with besides its renderer and its writer
+//     (family, model, node addresses, conntrack, metrics, health, Events, clock).
+//   - Core: commits the model, also ahead of the first sync (Precommit), reports the
+//     API data the model skipped, keeps the time of the last full sync, refreshes
+//     the node's NodePort addresses, and owns the follow-up work of a sync
+//     (internal/dataplane/followup).
+//   - RenderChanged: renders the ServicePorts an update changed, with a nil fragment
+//     for each deleted one, which is what every mode's Plan takes.
+//
+// Contract: New has no side effects; a Core belongs to one proxier and is called
+// from its Sync goroutine only. Nothing here decides which rules to write.
+package proxycore
