@@ -1,6 +1,8 @@
 // Package dptest builds the API objects (Services, EndpointSlices) that the tests
 // of the dataplane packages feed to their proxiers, so that every mode's tests
-// describe their cases with the same vocabulary. It is for tests only.
+// describe their cases with the same vocabulary; the fakes every proxier fixture
+// wires in (Parts); and the scenarios every mode's proxier must pass alike
+// (RunScenarios, over a mode's Fixture). It is for tests only.
 package dptest
 
 import (

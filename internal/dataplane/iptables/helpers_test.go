@@ -20,8 +20,8 @@ import (
 )
 
 const (
-	testNodeName = "node-a"
-	testNodeIP   = "192.168.0.2"
+	testNodeName = dptest.NodeName
+	testNodeIP   = dptest.NodeIP
 )
 
 var errInjected = errors.New("injected iptables-restore failure")
@@ -165,28 +165,8 @@ func (f *fixture) histogram(name string, labels map[string]string) uint64 {
 	return n
 }
 
-var ipv4Label = map[string]string{"ip_family": "IPv4"}
-
 func tableLabel(table string) map[string]string {
 	return map[string]string{"ip_family": "IPv4", "table": table}
 }
 
 // API object builders.
-
-// addStandardServices feeds the model a TCP ClusterIP Service, a UDP ClusterIP
-// Service (each with a local and a remote endpoint) and an eTP=Local LoadBalancer
-// whose only endpoint is on another node.
-func addStandardServices(f *fixture) {
-	st := f.State
-	st.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
-	st.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b")))
-
-	st.OnServiceAdd(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
-	st.OnEndpointSliceAdd(dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
-		dptest.Ready("10.0.1.2", testNodeName), dptest.Ready("10.0.2.2", "node-b")))
-
-	st.OnServiceAdd(dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
-		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30999)))
-	st.OnEndpointSliceAdd(dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.3", "node-b")))
-}

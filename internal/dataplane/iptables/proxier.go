@@ -80,11 +80,10 @@ func New(cfg Config) (*Proxier, error) {
 	if cfg.LargeClusterEndpoints <= 0 {
 		cfg.LargeClusterEndpoints = DefaultLargeClusterEndpoints
 	}
-	core, err := proxycore.New("iptables", cfg.Config, DefaultFullSyncPeriod)
+	core, err := proxycore.New("iptables", &cfg.Config, DefaultFullSyncPeriod)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Config = *core.Config()
 	return &Proxier{
 		cfg:       cfg,
 		core:      core,

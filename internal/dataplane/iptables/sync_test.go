@@ -3,14 +3,12 @@ package iptables
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/iptables"
@@ -21,7 +19,7 @@ import (
 
 func TestFirstSyncIsFull(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 
 	if f.restores() != 1 || !f.lastWasFull() {
@@ -33,20 +31,20 @@ func TestFirstSyncIsFull(t *testing.T) {
 			t.Errorf("chain %s/%s missing", j.Table, j.Target)
 		}
 	}
-	if n := f.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds", ipv4Label); n != 1 {
+	if n := f.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds", dptest.IPv4Label); n != 1 {
 		t.Errorf("full sync durations observed = %d, want 1", n)
 	}
-	if n := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", ipv4Label); n != 0 {
+	if n := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", dptest.IPv4Label); n != 0 {
 		t.Errorf("partial sync durations observed = %d, want 0", n)
 	}
-	if got, want := f.metricValue("kubeproxy_sync_proxy_rules_last_timestamp_seconds", ipv4Label), float64(f.Clock.Now().Unix()); got != want {
+	if got, want := f.metricValue("kubeproxy_sync_proxy_rules_last_timestamp_seconds", dptest.IPv4Label), float64(f.Clock.Now().Unix()); got != want {
 		t.Errorf("last sync timestamp = %v, want %v", got, want)
 	}
 }
 
 func TestNewTouchesNothing(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	for _, op := range []iptables.Op{iptables.OpRestore, iptables.OpSaveInto, iptables.OpEnsureChain, iptables.OpEnsureRule} {
 		if n := f.ipt.Calls(op); n != 0 {
 			t.Errorf("New called %s %d times", op, n)
@@ -74,7 +72,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 
 	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
@@ -90,7 +88,7 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 		t.Errorf("delta writes %d rules, want 6:\n%s", got, delta)
 	}
 	f.checkRulesAreFullRender(testRenderConfig())
-	if n := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", ipv4Label); n != 1 {
+	if n := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", dptest.IPv4Label); n != 1 {
 		t.Errorf("partial sync durations observed = %d, want 1", n)
 	}
 	if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_last", tableLabel("nat")); got != 6 {
@@ -130,7 +128,7 @@ func (f *fixture) checkRuleCounts() {
 
 func TestSyncWithoutChangesRestoresNothing(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	f.sync()
 	f.sync()
@@ -147,7 +145,7 @@ func TestSyncWithoutChangesRestoresNothing(t *testing.T) {
 // the same Sync, by a full one.
 func TestPartialRestoreFailure(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	updates := f.Health.Count(v1.IPv4Protocol)
 
@@ -158,10 +156,10 @@ func TestPartialRestoreFailure(t *testing.T) {
 		t.Errorf("the failed partial restore was not followed by a full one:\n%s", f.lastRestore())
 	}
 	f.checkRulesAreFullRender(testRenderConfig())
-	if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", ipv4Label); got != 1 {
+	if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", dptest.IPv4Label); got != 1 {
 		t.Errorf("partial restore failures = %v, want 1", got)
 	}
-	if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_restore_failures_total", ipv4Label); got != 1 {
+	if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_restore_failures_total", dptest.IPv4Label); got != 1 {
 		t.Errorf("restore failures = %v, want 1", got)
 	}
 	if got := f.Health.Count(v1.IPv4Protocol); got != updates+1 {
@@ -181,7 +179,7 @@ func TestPartialRestoreFailure(t *testing.T) {
 // the "-D" of the next partial restore fail; the full sync repairs everything.
 func TestDriftRepairedByFullSync(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	rules := f.ipt.Rules(iptables.TableNAT, render.ChainServices)
 	var victim string
@@ -200,7 +198,7 @@ func TestDriftRepairedByFullSync(t *testing.T) {
 		t.Errorf("no full sync after the partial one failed")
 	}
 	f.checkRulesAreFullRender(testRenderConfig())
-	if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", ipv4Label); got != 1 {
+	if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", dptest.IPv4Label); got != 1 {
 		t.Errorf("partial restore failures = %v, want 1", got)
 	}
 }
@@ -213,7 +211,7 @@ func TestFailedFullRestore(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			addStandardServices(f)
+			f.AddStandardServices()
 			if !first {
 				f.sync()
 			}
@@ -233,10 +231,10 @@ func TestFailedFullRestore(t *testing.T) {
 			if first {
 				wantFailures, wantPartial = 1, 0
 			}
-			if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_restore_failures_total", ipv4Label); got != wantFailures {
+			if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_restore_failures_total", dptest.IPv4Label); got != wantFailures {
 				t.Errorf("restore failures = %v, want %v", got, wantFailures)
 			}
-			if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", ipv4Label); got != wantPartial {
+			if got := f.metricValue("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", dptest.IPv4Label); got != wantPartial {
 				t.Errorf("partial restore failures = %v, want %v", got, wantPartial)
 			}
 			if got := f.Health.Count(v1.IPv4Protocol); got != updates {
@@ -257,7 +255,7 @@ func TestFailedFullRestore(t *testing.T) {
 
 func TestJumpFailureFailsTheSync(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.ipt.FailNext(iptables.OpEnsureRule, errInjected)
 	if _, err := f.proxier.Sync(context.Background()); !errors.Is(err, errInjected) {
 		t.Fatalf("Sync error = %v, want the EnsureRule error", err)
@@ -273,7 +271,7 @@ func TestJumpFailureFailsTheSync(t *testing.T) {
 // the next sync rewrites everything, jumps included, even without a model change.
 func TestRequestFullSync(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	for _, table := range []iptables.Table{iptables.TableFilter, iptables.TableNAT} {
 		for _, chain := range []iptables.Chain{iptables.ChainInput, iptables.ChainForward, iptables.ChainOutput,
@@ -295,7 +293,7 @@ func TestRequestFullSync(t *testing.T) {
 
 func TestFullSyncPeriod(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.FullSyncPeriod = time.Minute })
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 
 	f.Clock.Step(30 * time.Second)
@@ -323,7 +321,7 @@ func TestFullSyncPeriod(t *testing.T) {
 // full sync at the switch) and periodic full syncs stop, as upstream.
 func TestLargeCluster(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.LargeClusterEndpoints = 5; c.FullSyncPeriod = time.Minute })
-	addStandardServices(f) // 5 endpoints
+	f.AddStandardServices() // 5 endpoints
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
 
@@ -366,7 +364,7 @@ func TestStaleChainsOfAPreviousProxy(t *testing.T) {
 	if err := f.ipt.Load(leftover); err != nil {
 		t.Fatal(err)
 	}
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	if f.ipt.HasChain(iptables.TableNAT, "KUBE-SVC-OLDOLDOLDOLDOLDO") || f.ipt.HasChain(iptables.TableNAT, "KUBE-SEP-OLDOLDOLDOLDOLDO") {
 		t.Errorf("stale chains of a previous proxy kept:\n%s", f.ipt.Dump(iptables.TableNAT))
@@ -379,45 +377,15 @@ func TestStaleChainsOfAPreviousProxy(t *testing.T) {
 
 func TestSaveFailureKeepsSyncing(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.ipt.FailNext(iptables.OpSaveInto, errInjected)
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
 }
 
-func TestNodePortIPsChange(t *testing.T) {
-	ips := []netip.Addr{netip.MustParseAddr(testNodeIP)}
-	var listErr error
-	f := newFixture(t, func(c *Config) {
-		c.NodePortIPs = func() ([]netip.Addr, error) { return ips, listErr }
-	})
-	addStandardServices(f)
-	f.sync()
-	f.checkRulesAreFullRender(testRenderConfig())
-
-	ips = []netip.Addr{netip.MustParseAddr(testNodeIP), netip.MustParseAddr("192.168.1.2")}
-	f.sync()
-	if f.lastWasFull() {
-		t.Errorf("a node address change rewrote everything")
-	}
-	want := testRenderConfig()
-	want.NodePortAddresses.IPs = ips
-	f.checkRulesAreFullRender(want)
-
-	// A failure to list keeps the previous addresses.
-	listErr = errors.New("netlink is down")
-	ips = nil
-	runs := f.restores()
-	f.sync()
-	if f.restores() != runs {
-		t.Errorf("a failure to list node addresses ran a restore")
-	}
-	f.checkRulesAreFullRender(want)
-}
-
 func TestServiceHealth(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
 	if len(f.SvcHealth.Services) != 1 || f.SvcHealth.Services[0][lb] != 30999 {
@@ -436,39 +404,6 @@ func TestServiceHealth(t *testing.T) {
 	f.sync()
 	if last := f.SvcHealth.Services[len(f.SvcHealth.Services)-1]; last[lb] != 30998 {
 		t.Errorf("after recovering from a failed sync, health check ports = %v, want {ns2/lb: 30998}", last)
-	}
-}
-
-func TestOptionalDependenciesMayBeNil(t *testing.T) {
-	f := newFixture(t, func(c *Config) {
-		c.Metrics, c.Health, c.ServiceHealth, c.Conntrack, c.Clock = nil, nil, nil, nil, nil
-	})
-	addStandardServices(f)
-	f.sync()
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.3.1", "node-c")))
-	f.State.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
-	f.ipt.FailNext(iptables.OpRestore, errInjected)
-	f.sync()
-	f.checkRulesAreFullRender(testRenderConfig())
-}
-
-func TestInvalidDataIsSkipped(t *testing.T) {
-	recorder := events.NewFakeRecorder(10)
-	f := newFixture(t, func(c *Config) { c.Recorder = recorder })
-	addStandardServices(f)
-	f.State.OnServiceAdd(dptest.Service("ns3", "bad", "not-an-ip", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
-	f.sync()
-	f.checkRulesAreFullRender(testRenderConfig())
-	if strings.Contains(f.ipt.Dump(iptables.TableNAT), "ns3") {
-		t.Errorf("the invalid Service was programmed")
-	}
-	select {
-	case e := <-recorder.Events:
-		if !strings.HasPrefix(e, "Warning InvalidData") || !strings.Contains(e, "not-an-ip") {
-			t.Errorf("event %q, want a Warning InvalidData naming the bad value", e)
-		}
-	default:
-		t.Errorf("no event recorded for the invalid Service")
 	}
 }
 
@@ -539,9 +474,4 @@ func TestPrecommit(t *testing.T) {
 	}
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
-}
-
-func TestSyncReportsWhetherItWrote(t *testing.T) {
-	f := newFixture(t)
-	dptest.CheckSyncReportsWrites(t, f.proxier.Sync, f.State)
 }

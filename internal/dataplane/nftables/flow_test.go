@@ -51,7 +51,7 @@ func (f *fixture) checkPackets(flows []flow) {
 
 func TestPacketsAfterSync(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.State.OnServiceAdd(dptest.Service("ns3", "empty", "172.30.0.41", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 

@@ -18,8 +18,8 @@ import (
 )
 
 const (
-	testNodeName = "node-a"
-	testNodeIP   = "192.168.0.2"
+	testNodeName = dptest.NodeName
+	testNodeIP   = dptest.NodeIP
 )
 
 var errInjected = errors.New("injected nft failure")
@@ -32,13 +32,15 @@ type recordingNFT struct {
 	mu         sync.Mutex
 	operations []int
 	failNext   int
+	// failAll fails every Run while set (dptest.Fixture's FailNextSync).
+	failAll bool
 }
 
 func (r *recordingNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
 	r.mu.Lock()
 	r.operations = append(r.operations, tx.NumOperations())
-	fail := r.failNext > 0
-	if fail {
+	fail := r.failNext > 0 || r.failAll
+	if r.failNext > 0 {
 		r.failNext--
 	}
 	r.mu.Unlock()
@@ -158,5 +160,3 @@ func (f *fixture) metricValue(name string, labels map[string]string) float64 {
 func (f *fixture) histogram(name string, labels map[string]string) (uint64, float64) {
 	return dptest.Histogram(f.t, f.Registry, name, labels)
 }
-
-var ipv4Label = map[string]string{"ip_family": "IPv4"}

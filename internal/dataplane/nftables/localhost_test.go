@@ -47,7 +47,7 @@ func listenerPorts(t *testing.T, fake *localnodeports.Fake) []uint16 {
 // successful sync, including one with nothing to write, and not after a failed one.
 func TestLocalhostNodePortListenersFollowSyncs(t *testing.T) {
 	f, fake := localhostFixture(t)
-	addStandardServices(f) // ns2/lb: eTP Local without a local endpoint: no listener
+	f.AddStandardServices() // ns2/lb: eTP Local without a local endpoint: no listener
 	web := dptest.Service("ns3", "np", "172.30.0.30", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
 		dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353), dptest.AsLoadBalancer("1.2.3.5", 30053, false, 0))
 	web.Spec.Ports[0].NodePort = 30081

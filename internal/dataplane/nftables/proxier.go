@@ -70,11 +70,10 @@ func New(cfg Config) (*Proxier, error) {
 	if err := cfg.Render.Validate(); err != nil {
 		return nil, fmt.Errorf("nftables proxier for %s: %w", cfg.Family, err)
 	}
-	core, err := proxycore.New("nftables", cfg.Config, DefaultFullSyncPeriod)
+	core, err := proxycore.New("nftables", &cfg.Config, DefaultFullSyncPeriod)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Config = *core.Config()
 	return &Proxier{
 		cfg:          cfg,
 		core:         core,

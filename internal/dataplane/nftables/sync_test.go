@@ -10,29 +10,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 )
-
-// addStandardServices feeds the model a TCP ClusterIP Service, a UDP ClusterIP
-// Service (each with a local and a remote endpoint) and an eTP=Local LoadBalancer
-// whose only endpoint is on another node.
-func addStandardServices(f *fixture) {
-	st := f.State
-	st.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
-	st.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
-		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b")))
-
-	st.OnServiceAdd(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
-	st.OnEndpointSliceAdd(dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
-		dptest.Ready("10.0.1.2", testNodeName), dptest.Ready("10.0.2.2", "node-b")))
-
-	st.OnServiceAdd(dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
-		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30999)))
-	st.OnEndpointSliceAdd(dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.3", "node-b")))
-}
 
 // lastWasFullRewrite reports whether the last transaction was a full sync, which
 // adds the table first and then refreshes or replaces all of it (a partial sync
@@ -53,30 +34,30 @@ func (f *fixture) lastReplacedTable() bool {
 
 func TestFirstSyncIsFull(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 
 	if !f.lastWasFullRewrite() {
 		t.Errorf("first sync did not replace the table:\n%s", f.nft.LastTransaction)
 	}
 	f.checkTableIsFullRender(testRenderConfig())
-	if n, _ := f.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds", ipv4Label); n != 1 {
+	if n, _ := f.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds", dptest.IPv4Label); n != 1 {
 		t.Errorf("full sync durations observed = %d, want 1", n)
 	}
-	if n, _ := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", ipv4Label); n != 0 {
+	if n, _ := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", dptest.IPv4Label); n != 0 {
 		t.Errorf("partial sync durations observed = %d, want 0", n)
 	}
-	if n, _ := f.histogram("kubeproxy_sync_proxy_rules_duration_seconds", ipv4Label); n != 1 {
+	if n, _ := f.histogram("kubeproxy_sync_proxy_rules_duration_seconds", dptest.IPv4Label); n != 1 {
 		t.Errorf("sync durations observed = %d, want 1", n)
 	}
-	if got, want := f.metricValue("kubeproxy_sync_proxy_rules_last_timestamp_seconds", ipv4Label), float64(f.Clock.Now().Unix()); got != want {
+	if got, want := f.metricValue("kubeproxy_sync_proxy_rules_last_timestamp_seconds", dptest.IPv4Label), float64(f.Clock.Now().Unix()); got != want {
 		t.Errorf("last sync timestamp = %v, want %v", got, want)
 	}
 }
 
 func TestNewTouchesNothing(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	if f.nft.runs() != 0 || f.nft.Dump() != "" {
 		t.Errorf("New ran %d transactions; table:\n%s", f.nft.runs(), f.nft.Dump())
 	}
@@ -103,7 +84,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	fullOps := f.nft.lastOperations()
 
@@ -120,7 +101,7 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 		t.Errorf("delta has %d operations, want 3 (full sync had %d):\n%s", got, fullOps, f.nft.LastTransaction)
 	}
 	f.checkTableIsFullRender(testRenderConfig())
-	if n, _ := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", ipv4Label); n != 1 {
+	if n, _ := f.histogram("kubeproxy_sync_partial_proxy_rules_duration_seconds", dptest.IPv4Label); n != 1 {
 		t.Errorf("partial sync durations observed = %d, want 1", n)
 	}
 
@@ -136,7 +117,7 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 
 func TestSyncWithoutChangesRunsNoTransaction(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	runs := f.nft.runs()
 	f.sync()
@@ -147,7 +128,7 @@ func TestSyncWithoutChangesRunsNoTransaction(t *testing.T) {
 	if got := f.Health.Count(v1.IPv4Protocol); got != 3 {
 		t.Errorf("health Updated %d times, want once per successful sync (3)", got)
 	}
-	if n, _ := f.histogram("kubeproxy_sync_proxy_rules_duration_seconds", ipv4Label); n != 3 {
+	if n, _ := f.histogram("kubeproxy_sync_proxy_rules_duration_seconds", dptest.IPv4Label); n != 3 {
 		t.Errorf("sync durations observed = %d, want 3", n)
 	}
 }
@@ -160,7 +141,7 @@ func TestFailedTransaction(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			addStandardServices(f)
+			f.AddStandardServices()
 			if !first {
 				f.sync()
 			}
@@ -179,7 +160,7 @@ func TestFailedTransaction(t *testing.T) {
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("Sync error = %v, want the transaction's error", err)
 			}
-			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); got != 1 {
+			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", dptest.IPv4Label); got != 1 {
 				t.Errorf("sync failures = %v, want 1", got)
 			}
 			if got := f.Health.Count(v1.IPv4Protocol); got != updates {
@@ -197,7 +178,7 @@ func TestFailedTransaction(t *testing.T) {
 			if !strings.Contains(f.nft.Dump(), "10.0.3.1 . 8080") {
 				t.Errorf("the change of the failed sync is not in the table")
 			}
-			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); got != 1 {
+			if got := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", dptest.IPv4Label); got != 1 {
 				t.Errorf("sync failures = %v after recovery, want 1", got)
 			}
 			if got := f.Health.Count(v1.IPv4Protocol); got != updates+1 {
@@ -218,7 +199,7 @@ func TestFailedTransaction(t *testing.T) {
 
 func TestFullSyncPeriod(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.FullSyncPeriod = time.Minute })
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 
 	f.Clock.Step(30 * time.Second)
@@ -242,7 +223,7 @@ func TestFullSyncPeriod(t *testing.T) {
 		t.Fatalf("no full rewrite after FullSyncPeriod")
 	}
 	f.checkTableIsFullRender(testRenderConfig())
-	if n, _ := f.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds", ipv4Label); n != 2 {
+	if n, _ := f.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds", dptest.IPv4Label); n != 2 {
 		t.Errorf("full sync durations observed = %d, want 2", n)
 	}
 
@@ -263,7 +244,7 @@ func TestDefaultFullSyncPeriod(t *testing.T) {
 
 func TestSetServiceCIDRs(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 
 	cidrs := []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16"), netip.MustParsePrefix("172.31.0.0/16")}
@@ -308,36 +289,6 @@ func TestSetServiceCIDRsBeforeFirstSync(t *testing.T) {
 	f.checkTableIsFullRender(want)
 }
 
-func TestNodePortIPsChange(t *testing.T) {
-	ips := []netip.Addr{netip.MustParseAddr(testNodeIP)}
-	var listErr error
-	f := newFixture(t, func(c *Config) {
-		c.NodePortIPs = func() ([]netip.Addr, error) { return ips, listErr }
-	})
-	addStandardServices(f)
-	f.sync()
-	f.checkTableIsFullRender(testRenderConfig())
-
-	ips = []netip.Addr{netip.MustParseAddr(testNodeIP), netip.MustParseAddr("192.168.1.2")}
-	f.sync()
-	if f.lastWasFullRewrite() {
-		t.Errorf("a node address change rewrote the whole table")
-	}
-	want := testRenderConfig()
-	want.NodePortAddresses.IPs = ips
-	f.checkTableIsFullRender(want)
-
-	// A failure to list keeps the previous addresses.
-	listErr = errors.New("netlink is down")
-	ips = nil
-	runs := f.nft.runs()
-	f.sync()
-	if f.nft.runs() != runs {
-		t.Errorf("a failure to list node addresses ran a transaction")
-	}
-	f.checkTableIsFullRender(want)
-}
-
 func clusterIPsCheckRules(t *testing.T, f *fixture) string {
 	t.Helper()
 	rules, err := f.nft.ListRules(context.Background(), "cluster-ips-check")
@@ -353,7 +304,7 @@ func clusterIPsCheckRules(t *testing.T, f *fixture) string {
 
 func TestServiceHealth(t *testing.T) {
 	f := newFixture(t)
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
 	if len(f.SvcHealth.Services) != 1 || len(f.SvcHealth.Services[0]) != 1 || f.SvcHealth.Services[0][lb] != 30999 {
@@ -387,91 +338,6 @@ func TestServiceHealth(t *testing.T) {
 	}
 }
 
-func TestServiceHealthChangeSurvivesFailedSync(t *testing.T) {
-	f := newFixture(t)
-	addStandardServices(f)
-	f.sync()
-	lb := types.NamespacedName{Namespace: "ns2", Name: "lb"}
-
-	f.State.OnServiceUpdate(nil, dptest.Service("ns2", "lb", "172.30.0.20", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080),
-		dptest.AsLoadBalancer("1.2.3.4", 30080, true, 30998)))
-	f.nft.failNext = 1
-	if _, err := f.proxier.Sync(context.Background()); err == nil {
-		t.Fatal("Sync succeeded despite the failed transaction")
-	}
-	f.sync()
-	last := f.SvcHealth.Services[len(f.SvcHealth.Services)-1]
-	if last[lb] != 30998 {
-		t.Errorf("after recovering from a failed sync, health check ports = %v, want {ns2/lb: 30998}", last)
-	}
-}
-
-func TestHealthUpdatedOncePerSuccessfulSync(t *testing.T) {
-	f := newFixture(t)
-	addStandardServices(f)
-	f.sync()
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
-	f.sync()
-	f.nft.failNext = 1
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
-	_, _ = f.proxier.Sync(context.Background())
-	f.sync()
-	if got := f.Health.Count(v1.IPv4Protocol); got != 3 {
-		t.Errorf("health Updated %d times for 3 successful syncs", got)
-	}
-	if got := f.Health.Count(v1.IPv6Protocol); got != 0 {
-		t.Errorf("health Updated for the wrong family")
-	}
-}
-
-func TestOptionalDependenciesMayBeNil(t *testing.T) {
-	f := newFixture(t, func(c *Config) {
-		c.Metrics, c.Health, c.ServiceHealth, c.Conntrack, c.Clock = nil, nil, nil, nil, nil
-	})
-	addStandardServices(f)
-	f.sync()
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, dptest.Ready("10.0.3.1", "node-c")))
-	f.State.OnServiceDelete(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
-	f.sync()
-	f.checkTableIsFullRender(testRenderConfig())
-}
-
-func TestInvalidDataIsSkipped(t *testing.T) {
-	recorder := events.NewFakeRecorder(10)
-	f := newFixture(t, func(c *Config) { c.Recorder = recorder })
-	addStandardServices(f)
-	f.State.OnServiceAdd(dptest.Service("ns3", "bad", "not-an-ip", dptest.WithPort("", v1.ProtocolTCP, 80, 8080)))
-	f.sync()
-	f.checkTableIsFullRender(testRenderConfig())
-	if strings.Contains(f.nft.Dump(), "ns3") {
-		t.Errorf("the invalid Service was programmed")
-	}
-	select {
-	case e := <-recorder.Events:
-		if !strings.HasPrefix(e, "Warning InvalidData") || !strings.Contains(e, "not-an-ip") {
-			t.Errorf("event %q, want a Warning InvalidData naming the bad value", e)
-		}
-	default:
-		t.Errorf("no event recorded for the invalid Service")
-	}
-}
-
-func TestServiceHealthFailureRetried(t *testing.T) {
-	f := newFixture(t)
-	addStandardServices(f)
-	f.SvcHealth.Err = errors.New("port in use")
-	f.sync() // a health server failure does not fail the sync
-	f.SvcHealth.Err = nil
-	f.sync()
-	if n := len(f.SvcHealth.Services); n != 2 {
-		t.Errorf("SyncServices called %d times, want a retry after the failure (2)", n)
-	}
-	f.sync()
-	if n := len(f.SvcHealth.Services); n != 2 {
-		t.Errorf("SyncServices called %d times, want no call once it succeeded (2)", n)
-	}
-}
-
 // The FullSync hook brackets every full sync, transaction included, and no partial
 // sync.
 func TestFullSyncHook(t *testing.T) {
@@ -489,7 +355,7 @@ func TestFullSyncHook(t *testing.T) {
 			}
 		}
 	})
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	if entered != 1 || left != 1 || runsAtEntry[0] != 0 || runsAtExit[0] != 1 {
 		t.Fatalf("first (full) sync: entered %d, left %d, transactions at entry %v and exit %v; want 1, 1, [0], [1]", entered, left, runsAtEntry, runsAtExit)
@@ -537,7 +403,7 @@ func (f *fixture) affinitySet() string {
 // else foreign to the render is removed.
 func TestFullSyncKeepsAffinity(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.FullSyncPeriod = time.Minute })
-	addStandardServices(f)
+	f.AddStandardServices()
 	addAffinityService(f)
 	f.sync()
 	set := f.affinitySet()
@@ -569,7 +435,7 @@ func TestFullSyncKeepsAffinity(t *testing.T) {
 // sync replaces the table instead, and the sync succeeds without counting a failure.
 func TestRefusedRefreshReplacesTable(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.FullSyncPeriod = time.Minute })
-	addStandardServices(f)
+	f.AddStandardServices()
 	f.sync()
 	f.Clock.Step(time.Minute)
 	runs := f.nft.runs()
@@ -578,13 +444,8 @@ func TestRefusedRefreshReplacesTable(t *testing.T) {
 	if f.nft.runs() != runs+2 || !f.lastReplacedTable() {
 		t.Fatalf("after a refused refresh: %d transactions, last replaced the table %t; want 2, true", f.nft.runs()-runs, f.lastReplacedTable())
 	}
-	if n := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ipv4Label); n != 0 {
+	if n := f.metricValue("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", dptest.IPv4Label); n != 0 {
 		t.Errorf("sync failures = %v, want 0", n)
 	}
 	f.checkTableIsFullRender(testRenderConfig())
-}
-
-func TestSyncReportsWhetherItWrote(t *testing.T) {
-	f := newFixture(t)
-	dptest.CheckSyncReportsWrites(t, f.proxier.Sync, f.State)
 }

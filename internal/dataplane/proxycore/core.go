@@ -56,9 +56,10 @@ type Core struct {
 }
 
 // New returns the Core of a proxier of mode ("nftables", "iptables": for errors),
-// with cfg's defaults filled in (FullSyncPeriod from defaultFullSyncPeriod); it
-// touches nothing.
-func New(mode string, cfg Config, defaultFullSyncPeriod time.Duration) (*Core, error) {
+// after filling in cfg's defaults (FullSyncPeriod from defaultFullSyncPeriod, the
+// real clock), so that the proxier's copy and the Core's agree; it touches nothing
+// else.
+func New(mode string, cfg *Config, defaultFullSyncPeriod time.Duration) (*Core, error) {
 	if cfg.State == nil {
 		return nil, fmt.Errorf("%s proxier for %s: State is required", mode, cfg.Family)
 	}
@@ -69,7 +70,7 @@ func New(mode string, cfg Config, defaultFullSyncPeriod time.Duration) (*Core, e
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Core{
-		cfg:     cfg,
+		cfg:     *cfg,
 		commits: model.Precommitter{State: cfg.State},
 		FollowUp: followup.New(followup.Config{
 			Family:        cfg.Family,
@@ -83,9 +84,6 @@ func New(mode string, cfg Config, defaultFullSyncPeriod time.Duration) (*Core, e
 		}),
 	}, nil
 }
-
-// Config returns the configuration with its defaults filled in.
-func (c *Core) Config() *Config { return &c.cfg }
 
 // Precommit commits the model's pending changes ahead of the first sync, for it
 // (model.Precommitter); it does nothing once a sync has run. It must be called from
