@@ -1,17 +1,16 @@
 package cleanup
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"k8s.io/klog/v2"
 
 	"github.com/kproxy/kproxy/internal/iptables"
+	rendeript "github.com/kproxy/kproxy/internal/render/iptables"
 )
 
 // cleanupIPTables removes the iptables and ipvs proxiers' chains and jumps
@@ -67,17 +66,8 @@ func cleanupIPTablesFamily(ctx context.Context, ipt iptables.Interface) error {
 // chainsInDump returns the set of chains declared in iptables-save output.
 func chainsInDump(dump []byte) map[iptables.Chain]bool {
 	chains := map[iptables.Chain]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(dump))
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, ":") {
-			continue
-		}
-		name, _, _ := strings.Cut(line[1:], " ")
-		if name != "" {
-			chains[iptables.Chain(name)] = true
-		}
+	for _, c := range iptables.ChainsInSave(dump) {
+		chains[c] = true
 	}
 	return chains
 }
@@ -94,7 +84,7 @@ func ownedChainsIn(table iptables.Table, existing map[iptables.Chain]bool) []ipt
 	if table == tableNAT {
 		var svc []iptables.Chain
 		for c := range existing {
-			if isServiceChain(string(c)) {
+			if rendeript.IsServiceChain(string(c)) {
 				svc = append(svc, c)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kproxy/kproxy/internal/iptables"
+	rendeript "github.com/kproxy/kproxy/internal/render/iptables"
 )
 
 // foreignState is everything in a dump that is not ours: chains (and their
@@ -26,12 +27,12 @@ func foreignState(f *iptables.Fake) map[string][]string {
 	out := map[string][]string{}
 	for _, table := range []iptables.Table{tableMangle, tableNAT, tableFilter} {
 		for _, c := range f.Chains(table) {
-			if owned[string(c)] || isServiceChain(string(c)) {
+			if owned[string(c)] || rendeript.IsServiceChain(string(c)) {
 				continue
 			}
 			var rules []string
 			for _, r := range f.Rules(table, c) {
-				if target := ruleTarget(r); owned[target] || isServiceChain(target) {
+				if target := ruleTarget(r); owned[target] || rendeript.IsServiceChain(target) {
 					continue
 				}
 				rules = append(rules, r)

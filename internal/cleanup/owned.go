@@ -111,19 +111,6 @@ var fixedChains = map[iptables.Table][]iptables.Chain{
 // mangleCanaryChain is the iptables proxier's only mangle chain.
 const mangleCanaryChain = iptables.CanaryChain
 
-// serviceChainPrefixes name the iptables proxier's per-service and
-// per-endpoint chains (nat table only).
-var serviceChainPrefixes = []string{"KUBE-SVC-", "KUBE-SVL-", "KUBE-SEP-", "KUBE-FW-", "KUBE-EXT-"}
-
-func isServiceChain(name string) bool {
-	for _, p := range serviceChainPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // ipvsDummyLink is the dummy interface the ipvs proxier binds service IPs to.
 const ipvsDummyLink = "kube-ipvs0"
 

@@ -197,7 +197,9 @@ func (p *Proxier) fullSync(ctx context.Context, start time.Time) error {
 	if err := p.cfg.IPT.SaveInto(ctx, iptables.TableNAT, &save); err != nil {
 		klog.FromContext(ctx).Error(err, "Failed to list the nat table: stale chains will not be deleted")
 	} else {
-		existing = append(existing, render.ChainsInSave(save.Bytes())...)
+		for _, c := range iptables.ChainsInSave(save.Bytes()) {
+			existing = append(existing, string(c))
+		}
 	}
 
 	base := render.RenderBase(&p.renderCfg)

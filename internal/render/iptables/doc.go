@@ -15,14 +15,13 @@
 //	WriteFull(buf, state, existing) Written   restore input of a full sync
 //	state.Plan(buf, base, updates) *Plan      restore input of the delta only
 //	state.Commit(plan)                        after the restore succeeded
-//	ChainsInSave(iptables-save output)        chain names, for WriteFull's existing
 //
 // Typical sync loop:
 //
 //	first sync, after a failure, after a flush (canary), periodically:
 //	    ensure JumpRules (EnsureChain + EnsureRule, prepend)
 //	    st := NewState(&base, RenderServices(cfg, views))
-//	    WriteFull(buf, st, ChainsInSave(save of nat)); restore; applied = st
+//	    WriteFull(buf, st, iptables.ChainsInSave(save of nat)); restore; applied = st
 //	otherwise, with the ServicePorts that changed (nil fragment = deleted):
 //	    plan := applied.Plan(buf, nil /* or &newBase */, updates); restore if buf is not empty; applied.Commit(plan)
 //

@@ -192,3 +192,13 @@ func goldenName(s string) string {
 func iptablesTable(t Table) iptables.Table { return iptables.Table(t) }
 
 func iptablesChain(c string) iptables.Chain { return iptables.Chain(c) }
+
+// savedChains is the names of the chains declared in iptables-save output, as the
+// proxier passes them to WriteFull.
+func savedChains(save []byte) []string {
+	var out []string
+	for _, c := range iptables.ChainsInSave(save) {
+		out = append(out, string(c))
+	}
+	return out
+}

@@ -184,7 +184,7 @@ func TestKernelPlans(t *testing.T) {
 
 				fresh := renderAll(cfg, tc.after...)
 				buf.Reset()
-				WriteFull(&buf, fresh, ChainsInSave([]byte(k.save(TableNAT))))
+				WriteFull(&buf, fresh, savedChains([]byte(k.save(TableNAT))))
 				k.restore(buf.String())
 				if diff := cmp.Diff(fresh.Dump(), k.ours()); diff != "" {
 					t.Errorf("full sync over the partial state (-want +kernel):\n%s", diff)

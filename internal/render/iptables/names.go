@@ -1,8 +1,6 @@
 package iptables
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/base32"
 	"strings"
@@ -97,22 +95,4 @@ func portProtoHash(servicePortName, protocol string) string {
 func hash16(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return base32.StdEncoding.EncodeToString(sum[:])[:16]
-}
-
-// ChainsInSave returns the names of the chains declared in iptables-save output
-// (":NAME POLICY [p:b]" lines), in order. The caller passes the nat table's saved
-// rules to WriteFull, which deletes the per-ServicePort chains no Service renders.
-func ChainsInSave(data []byte) []string {
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) < 2 || line[0] != ':' {
-			continue
-		}
-		name, _, _ := bytes.Cut(line[1:], []byte(" "))
-		out = append(out, string(name))
-	}
-	return out
 }

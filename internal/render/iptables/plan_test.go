@@ -200,7 +200,7 @@ func TestFullSyncRemovesStaleChains(t *testing.T) {
 	}
 	st := renderAll(cfg, after...)
 	var buf bytes.Buffer
-	w := WriteFull(&buf, st, ChainsInSave(save.Bytes()))
+	w := WriteFull(&buf, st, savedChains(save.Bytes()))
 	if err := fake.Restore(context.Background(), buf.Bytes()); err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}

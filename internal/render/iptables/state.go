@@ -126,7 +126,7 @@ func (s *State) HasChain(table Table, name string) bool { return s.chains[chainI
 // WriteFull writes into buf the iptables-restore input (for --noflush) that replaces
 // kproxy's chains with the content of s: every base chain and every per-ServicePort
 // chain is declared (which creates or flushes it) and written whole, and the chains
-// of nat table named in existing (typically ChainsInSave of the nat table's current
+// of nat table named in existing (typically iptables.ChainsInSave of the nat table's current
 // rules, plus the chains of the previously applied State) that are per-ServicePort
 // chains (IsServiceChain) no fragment of s declares are flushed and deleted. Chains
 // of other software are never touched.
