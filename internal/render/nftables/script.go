@@ -59,6 +59,8 @@ type scriptWriter struct {
 	prefix string // " ip kube-proxy "
 	// fake only makes transactions (with the family and table) to format objects.
 	fake *knftables.Fake
+	// scratch holds one rule's text, reused rule after rule.
+	scratch []byte
 }
 
 func (w *scriptWriter) write(op fullOp) {
@@ -66,8 +68,8 @@ func (w *scriptWriter) write(op fullOp) {
 	case opAddRule:
 		w.command("add rule", op.chain.Name)
 		w.buf.WriteByte(' ')
-		w.buf.WriteString(op.rule.Text)
-		w.comment(op.rule.Comment)
+		w.scratch = op.rule.AppendText(w.scratch[:0])
+		w.buf.Write(w.scratch)
 		w.buf.WriteByte('\n')
 	case opAddElement:
 		w.command("add element", op.id.container)
