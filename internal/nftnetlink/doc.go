@@ -61,6 +61,18 @@
 // `nft --debug=netlink`), so `nft list table` prints both rulesets identically
 // (see equivalence_test.go).
 //
+// # Typed rules
+//
+// encodeRule (encode.go) compiles a typed rule of internal/nft, the renderer's
+// representation, straight into the same expressions, anonymous sets and comment,
+// with no text in between. Both front ends, the text parser (rule.go, anonset.go)
+// and the typed encoder, only turn their input into selectors, bytes and verdicts
+// and call one set of emitters (emit.go), which write what nft generates for each
+// statement; writeRule (script.go) sends the result. TestEncodeRuleMatchesText
+// checks every rule of every renderer case, typed against printed, as netlink
+// bytes, and testdata/<case>.netlink pins the batch of every case (dumpBatch;
+// rewrite with `go test -run TestBuildGolden -update`).
+//
 // # Atomicity and errors
 //
 // All commands of one transaction go into one nfnetlink batch; the kernel applies

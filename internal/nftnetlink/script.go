@@ -372,10 +372,23 @@ func (t *translator) ruleCmd(verb string, c *cursor) error {
 	if err != nil {
 		return err
 	}
-	cacheable := len(r.anon) == 0
+	enc, err := t.writeRule(chain, &r)
+	if err != nil {
+		return err
+	}
+	if len(r.anon) == 0 {
+		t.cacheRule(t.line, enc)
+	}
+	return nil
+}
+
+// writeRule emits the anonymous sets of a compiled rule and the rule, appended to
+// chain. It returns the rule message's encoding after the chain attribute (for
+// cacheRule), valid until the builder grows.
+func (t *translator) writeRule(chain string, r *compiledRule) ([]byte, error) {
 	for _, a := range r.anon {
 		if err := t.anonSet(a); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	b := t.b
@@ -387,7 +400,7 @@ func (t *translator) ruleCmd(verb string, c *cursor) error {
 	for _, e := range r.exprs {
 		data, err := expr.Marshal(t.nfproto, e)
 		if err != nil {
-			return fmt.Errorf("marshal %T: %w", e, err)
+			return nil, fmt.Errorf("marshal %T: %w", e, err)
 		}
 		n := b.beginNest(unix.NFTA_LIST_ELEM)
 		b.buf = append(b.buf, data...)
@@ -397,15 +410,12 @@ func (t *translator) ruleCmd(verb string, c *cursor) error {
 	if r.comment != "" {
 		ud, err := commentUdata(r.comment)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b.attr(unix.NFTA_RULE_USERDATA, ud)
 	}
-	if cacheable {
-		t.cacheRule(t.line, b.buf[encStart:])
-	}
 	b.endMsg(m)
-	return nil
+	return b.buf[encStart:], nil
 }
 
 // anonSet emits an anonymous set and its elements, bound to the next rule by id.
