@@ -43,10 +43,17 @@ func (r *Rule) AppendText(b []byte) []byte {
 }
 
 // String returns AppendText's text.
-func (r *Rule) String() string { return string(r.AppendText(nil)) }
+func (r *Rule) String() string {
+	// Most rules fit the stack buffer: one allocation, the string's.
+	var buf [160]byte
+	return string(r.AppendText(buf[:0]))
+}
 
 // Statements returns AppendStatements' text.
-func (r *Rule) Statements() string { return string(r.AppendStatements(nil)) }
+func (r *Rule) Statements() string {
+	var buf [160]byte
+	return string(r.AppendStatements(buf[:0]))
+}
 
 // Equal reports whether r and o are the same rule.
 func (r *Rule) Equal(o *Rule) bool {

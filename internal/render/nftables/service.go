@@ -227,7 +227,7 @@ func (r *serviceRenderer) render() {
 			r.f.Containers = append(r.f.Containers, Container{Name: set, Type: cfg.addrType(), Timeout: timeout})
 			r.chain(prefixEndpoint+base,
 				rule(nft.Update{Set: set, Keys: cfg.saddr()}),
-				rule(nft.Match{Keys: l4protoKey, Value: nproto}, nft.DNAT{To: ap}),
+				rule(protoMatch(nproto), nft.DNAT{To: ap}),
 			)
 		}
 	}
@@ -308,32 +308,35 @@ func (r *serviceRenderer) externalChain(hasClusterChain, hasExternal bool, exter
 // spread at random.
 func (r *serviceRenderer) policyChain(name string, eps []*model.Endpoint, proto nft.Proto, affinity bool) {
 	n := len(eps)
-	rules := make([]Rule, 0, 2*n+1)
-	// targets[i] are the statements sending a packet to endpoint i.
-	targets := make([][]nft.Stmt, n)
+	b := ruleBuf{rules: make([]Rule, 0, n+1), stmts: make([]nft.Stmt, 0, 3*n+2)}
 	var chains []string // with affinity, the endpoint chains
-	isProto := nft.Match{Keys: l4protoKey, Value: proto}
-	for i, ep := range eps {
-		if affinity {
-			base := endpointNameBase(&r.sp.Name, ep.AddrPort())
+	if affinity {
+		chains = make([]string, n)
+		for i, ep := range eps {
 			set := affinitySetName(&r.sp.Name, ep.AddrPort(), r.sp.StickyMaxAgeSeconds)
-			chains = append(chains, prefixEndpoint+base)
-			to := nft.Verdict{Kind: nft.Goto, Chain: prefixEndpoint + base}
-			rules = append(rules, rule(nft.Match{Keys: r.cfg.saddr(), Value: nft.SetRef(set)}, to))
-			targets[i] = []nft.Stmt{to}
-		} else {
-			targets[i] = []nft.Stmt{isProto, nft.DNAT{To: ep.AddrPort()}}
+			chains[i] = prefixEndpoint + endpointNameBase(&r.sp.Name, ep.AddrPort())
+			b.add(nft.Match{Keys: r.cfg.saddr(), Value: nft.SetRef(set)}, nft.Verdict{Kind: nft.Goto, Chain: chains[i]})
 		}
 	}
+	isProto := protoMatch(proto)
 	if n <= r.cfg.endpointRulesMax() {
-		for i, target := range targets {
+		for i, ep := range eps {
+			var pick nft.Stmt
 			if i < n-1 {
-				pick := nft.Match{Keys: []nft.Key{nft.Numgen(uint32(n - i))}, Value: nft.Num(0)}
-				target = append([]nft.Stmt{pick}, target...)
+				pick = numgenPick(n - i)
 			}
-			rules = append(rules, rule(target...))
+			switch {
+			case affinity && pick != nil:
+				b.add(pick, nft.Verdict{Kind: nft.Goto, Chain: chains[i]})
+			case affinity:
+				b.add(nft.Verdict{Kind: nft.Goto, Chain: chains[i]})
+			case pick != nil:
+				b.add(pick, isProto, nft.DNAT{To: ep.AddrPort()})
+			default:
+				b.add(isProto, nft.DNAT{To: ep.AddrPort()})
+			}
 		}
-		r.chain(name, rules...)
+		r.chain(name, b.rules...)
 		return
 	}
 	key := []nft.Key{nft.Numgen(uint32(n))}
@@ -342,15 +345,64 @@ func (r *serviceRenderer) policyChain(name string, eps []*model.Endpoint, proto 
 		for i, c := range chains {
 			elems[i] = nft.VMapElem{Key: uint32(i), Verdict: nft.Verdict{Kind: nft.Goto, Chain: c}}
 		}
-		r.chain(name, append(rules, rule(nft.VMap{Keys: key, Elems: elems}))...)
+		b.add(nft.VMap{Keys: key, Elems: elems})
+		r.chain(name, b.rules...)
 		return
 	}
 	elems := make([]nft.DNATElem, n)
 	for i, ep := range eps {
 		elems[i] = nft.DNATElem{Key: uint32(i), To: ep.AddrPort()}
 	}
-	r.chain(name, append(rules, rule(isProto, nft.DNATMap{Family: r.cfg.nftFamily(), Keys: key, Elems: elems}))...)
+	b.add(isProto, nft.DNATMap{Family: r.cfg.nftFamily(), Keys: key, Elems: elems})
+	r.chain(name, b.rules...)
 }
+
+// ruleBuf builds rules whose statements share one backing array: a policy chain
+// has a rule per endpoint, and one allocation per rule would be most of the
+// renderer's (rules are immutable, so sharing is safe).
+type ruleBuf struct {
+	rules []Rule
+	stmts []nft.Stmt
+}
+
+func (b *ruleBuf) add(stmts ...nft.Stmt) {
+	start := len(b.stmts)
+	b.stmts = append(b.stmts, stmts...)
+	b.rules = append(b.rules, Rule{Stmts: b.stmts[start:len(b.stmts):len(b.stmts)]})
+}
+
+// Statements shared by every policy chain, built once: "numgen random mod N 0"
+// for the N up to DefaultEndpointRulesMax, "meta l4proto P" for the protocols.
+var (
+	numgenPicks = func() []nft.Stmt {
+		picks := make([]nft.Stmt, DefaultEndpointRulesMax+1)
+		for n := 1; n < len(picks); n++ {
+			picks[n] = newNumgenPick(n)
+		}
+		return picks
+	}()
+	protoMatches = map[nft.Proto]nft.Stmt{nft.TCP: newProtoMatch(nft.TCP), nft.UDP: newProtoMatch(nft.UDP), nft.SCTP: newProtoMatch(nft.SCTP)}
+)
+
+func numgenPick(n int) nft.Stmt {
+	if n < len(numgenPicks) {
+		return numgenPicks[n]
+	}
+	return newNumgenPick(n)
+}
+
+func newNumgenPick(n int) nft.Stmt {
+	return nft.Match{Keys: []nft.Key{nft.Numgen(uint32(n))}, Value: nft.Num(0)}
+}
+
+func protoMatch(p nft.Proto) nft.Stmt {
+	if m, ok := protoMatches[p]; ok {
+		return m
+	}
+	return newProtoMatch(p)
+}
+
+func newProtoMatch(p nft.Proto) nft.Stmt { return nft.Match{Keys: l4protoKey, Value: p} }
 
 // truncateComment keeps a comment within nftables' limit; comments are cosmetic.
 func truncateComment(s string) string {
