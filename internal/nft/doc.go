@@ -37,6 +37,14 @@
 // Stmt and Value are closed (unexported methods): a back end's type switch over
 // them is complete.
 //
+// # Operations
+//
+// Op is one operation of a transaction on the table (add, flush or delete of the
+// table, chains, sets and maps, counters; add of rules and elements): a full sync
+// is a stream of Ops, which internal/nftnetlink encodes and Op.AppendText prints
+// as knftables' transaction text (for the nft binary). Set types and element keys
+// and values stay nft text for now; only rules are typed.
+//
 // Rules are built in bulk (about 10^5 at 10,000 Services), so statements are
 // small values: addresses are netip values, numbers are integers, and a rule is a
 // slice of statements and a comment, with no maps.

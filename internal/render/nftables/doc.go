@@ -13,7 +13,8 @@
 //	NewState(base, services) *State           what a full sync programs
 //	WriteRefresh(tx, state, existing)         full sync keeping the table (and affinity)
 //	WriteFull(tx, state)                      full sync replacing the table
-//	RefreshScript / FullScript                the same, as nft text in pieces
+//	RefreshOps / FullOps                      the same, as typed operations (nft.Op)
+//	RefreshScript / FullScript                the same, as nft text in pieces (printed ops)
 //	state.Plan(tx, base, updates, opts) *Plan delta for changed fragments only
 //	state.Commit(plan)                        after the transaction succeeded
 //	state.DeleteStaleChains(tx, chains) int   with PlanOptions.DeferChainDeletes
