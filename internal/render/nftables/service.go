@@ -308,7 +308,13 @@ func (r *serviceRenderer) externalChain(hasClusterChain, hasExternal bool, exter
 // spread at random.
 func (r *serviceRenderer) policyChain(name string, eps []*model.Endpoint, proto nft.Proto, affinity bool) {
 	n := len(eps)
-	b := ruleBuf{rules: make([]Rule, 0, n+1), stmts: make([]nft.Stmt, 0, 3*n+2)}
+	// A rule per endpoint (up to 3 statements) or one map; with affinity, first a
+	// rule per endpoint recognizing its clients.
+	rulesCap, stmtsCap := n+1, 3*n+2
+	if affinity {
+		rulesCap, stmtsCap = 2*n+1, 4*n+2
+	}
+	b := ruleBuf{rules: make([]Rule, 0, rulesCap), stmts: make([]nft.Stmt, 0, stmtsCap)}
 	var chains []string // with affinity, the endpoint chains
 	if affinity {
 		chains = make([]string, n)
