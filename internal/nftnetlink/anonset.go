@@ -7,29 +7,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// anonSetOf builds an anonymous set of values, prefixes or ranges.
-func (rc *ruleCompiler) anonSetOf(t dataType, items []string) (*anonSet, error) {
-	a := &anonSet{id: rc.nextID(), key: keyType{fields: []dataType{t}}}
-	var ivs []interval
+// anonSetOf compiles "{ a, b/len, c-d }" of one selector of type t: an interval
+// set when an item is a prefix or range of addresses.
+func (rc *ruleCompiler) anonSetOf(t dataType, items []string, invert bool) error {
+	isInterval := false
+	ivs := make([]interval, 0, len(items))
 	for _, it := range items {
 		if (t.name == "ipv4_addr" || t.name == "ipv6_addr") && strings.ContainsAny(it, "/-") {
-			a.interval = true
+			isInterval = true
 		}
 		iv, err := parseInterval(t, it)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ivs = append(ivs, iv)
 	}
-	if !a.interval {
-		for _, iv := range ivs {
-			a.elems = append(a.elems, anonElem{key: iv.first})
-		}
-	} else {
-		a.elems = intervalElements(ivs)
-	}
-	rc.out.anon = append(rc.out.anon, a)
-	return a, nil
+	rc.anonLookup(t, ivs, isInterval, invert)
+	return nil
 }
 
 // intervalElements encodes ranges the way nft does for an interval set: sorted,
@@ -95,18 +89,13 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// anonMap parses "{ k : verdict , … }" (data nil) or "{ k : a . p , … }".
-func (rc *ruleCompiler) anonMap(key keyType, data *keyType) (*anonSet, error) {
+// anonMapElems parses "{ k : verdict , … }" (data nil) or "{ k : a . p , … }".
+func (rc *ruleCompiler) anonMapElems(key keyType, data *keyType) ([]anonElem, error) {
 	c := &rc.c
 	if err := c.expect("{"); err != nil {
 		return nil, err
 	}
-	a := &anonSet{id: rc.nextID(), key: key}
-	if data == nil {
-		a.data = &keyType{fields: []dataType{dataTypes["verdict"]}}
-	} else {
-		a.data = data
-	}
+	var elems []anonElem
 	for {
 		var kparts []string
 		for {
@@ -139,14 +128,12 @@ func (rc *ruleCompiler) anonMap(key keyType, data *keyType) (*anonSet, error) {
 				return nil, err
 			}
 		}
-		a.elems = append(a.elems, e)
+		elems = append(elems, e)
 		if c.accept("}") {
-			break
+			return elems, nil
 		}
 		if err := c.expect(","); err != nil {
 			return nil, err
 		}
 	}
-	rc.out.anon = append(rc.out.anon, a)
-	return a, nil
 }

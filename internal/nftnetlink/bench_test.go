@@ -66,3 +66,24 @@ func BenchmarkScriptTextFull10k(b *testing.B) {
 		b.ReportMetric(float64(n)/1e6, "MB")
 	}
 }
+
+// BenchmarkOpsFull10k is BenchmarkScriptFull10k for the typed path: the full
+// sync's operations (render.FullOps) encoded into a netlink batch, with no text.
+func BenchmarkOpsFull10k(b *testing.B) {
+	cfg := testConfig(knftables.IPv4Family)
+	cfg.EndpointMaps = true
+	st := renderState(cfg, scaleViews(10000, 10))
+	ex, err := New(cfg.Family, render.TableName, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		bd, err := ex.buildOps(render.FullOps(st, cfg.Family), nil, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(bd.size())/1e6, "MB")
+	}
+}

@@ -10,6 +10,8 @@
 //	tx := ex.NewTransaction()                  // a *knftables.Transaction, filled as usual
 //	err = ex.Run(ctx, tx)                      // one atomic netlink batch
 //	err = ex.Check(ctx, tx)                    // same batch, validated then aborted
+//	err = ex.RunScript(ctx, texts)             // tx.String() texts in pieces, one batch
+//	err = ex.RunOps(ctx, ops)                  // typed operations (internal/nft), one batch
 //
 // Executor implements knftables.Interface. ListAll lists the table's chain, set,
 // map and counter names itself, by netlink dumps that never read set elements; the other List*
@@ -60,6 +62,28 @@
 // The expressions are those nft 1.0.6 generates for the same text (checked with
 // `nft --debug=netlink`), so `nft list table` prints both rulesets identically
 // (see equivalence_test.go).
+//
+// # Typed rules
+//
+// encodeRule (encode.go) compiles a typed rule of internal/nft, the renderer's
+// representation, straight into the same expressions, anonymous sets and comment,
+// with no text in between. Both front ends, the text parser (rule.go, anonset.go)
+// and the typed encoder, only turn their input into selectors, bytes and verdicts
+// and call one set of emitters (emit.go), which write what nft generates for each
+// statement; writeRule (script.go) sends the result.
+//
+// RunOps (ops.go) writes a stream of typed operations, a full sync
+// (render/nftables.FullOps), without text: rules through encodeRule, and the
+// table, chains, sets, elements and counters through the same encoders the text
+// commands call after parsing (newTable, newChain, newSet, element, newCounter),
+// so both paths send the same batch (TestBuildOpsIsBuildScript, every renderer
+// case and a scale case, full sync and refresh). Set types and element keys and
+// values are still nft words, parsed as in the text. The rule cache is shared
+// too, keyed by the rule's printed text; the failing operation of a refused batch
+// is quoted as its text. TestEncodeRuleMatchesText
+// checks every rule of every renderer case, typed against printed, as netlink
+// bytes, and testdata/<case>.netlink pins the batch of every case (dumpBatch;
+// rewrite with `go test -run TestBuildGolden -update`).
 //
 // # Atomicity and errors
 //

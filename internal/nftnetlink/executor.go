@@ -100,9 +100,10 @@ func (e *Executor) run(ctx context.Context, tx *knftables.Transaction, commit bo
 // atomically, as if they were the text of one transaction (tx.String(): the
 // commands this package supports, see the package documentation): they go into one
 // nfnetlink batch. Each text is translated and then dropped, so a large
-// transaction (a full sync, render/nftables.FullScript) never exists whole, neither
-// as knftables objects nor as text; element commands may refer to sets and maps
-// created by an earlier text.
+// transaction (render/nftables.FullScript) never exists whole, neither as
+// knftables objects nor as text; element commands may refer to sets and maps
+// created by an earlier text. The daemon writes full syncs with RunOps, which
+// needs no text at all.
 //
 // script may be iterated twice: a second time, after the kernel rejected the
 // batch, to quote the failing command in the error (only its position is kept). It
@@ -202,20 +203,8 @@ func partTexts(parts iter.Seq[*knftables.Transaction]) iter.Seq[string] {
 // END unless the batch is only to be checked: without BATCH_END the kernel
 // validates the batch and then aborts it).
 func (e *Executor) build(texts iter.Seq[string], sock *socket, commit bool) (*builder, error) {
-	b := &builder{buf: make([]byte, 0, batchChunkSize+batchChunkSize/4), chunkSize: batchChunkSize}
-	m := b.beginMsg(unix.NFNL_MSG_BATCH_BEGIN, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)
-	b.endMsg(m)
-	t := &translator{
-		b: b, family: string(e.family), nfproto: e.nfproto, table: e.table,
-		sets:       map[string]*setInfo{},
-		rulePrefix: "add rule " + string(e.family) + " " + e.table + " ",
-		lookup: func(name string) (*setInfo, error) {
-			if sock == nil {
-				return nil, fmt.Errorf("not defined in the transaction")
-			}
-			return getSet(sock, e.nfproto, e.table, name)
-		},
-	}
+	t := e.newTranslator(sock)
+	b := t.b
 	part := int32(0)
 	for text := range texts {
 		if err := txError(text); err != nil {
@@ -234,12 +223,37 @@ func (e *Executor) build(texts iter.Seq[string], sock *socket, commit bool) (*bu
 		}
 		part++
 	}
+	t.end(commit)
+	return b, nil
+}
+
+// newTranslator starts a batch (BATCH_BEGIN) and its translator; sock, when not
+// nil, answers questions about sets the batch does not define.
+func (e *Executor) newTranslator(sock *socket) *translator {
+	b := &builder{buf: make([]byte, 0, batchChunkSize+batchChunkSize/4), chunkSize: batchChunkSize}
+	m := b.beginMsg(unix.NFNL_MSG_BATCH_BEGIN, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)
+	b.endMsg(m)
+	return &translator{
+		b: b, family: string(e.family), nfproto: e.nfproto, table: e.table,
+		sets:       map[string]*setInfo{},
+		rulePrefix: "add rule " + string(e.family) + " " + e.table + " ",
+		lookup: func(name string) (*setInfo, error) {
+			if sock == nil {
+				return nil, fmt.Errorf("not defined in the transaction")
+			}
+			return getSet(sock, e.nfproto, e.table, name)
+		},
+	}
+}
+
+// end ends the batch: with BATCH_END unless it is only to be checked (without it
+// the kernel validates the batch and then aborts it).
+func (t *translator) end(commit bool) {
 	t.flushElems()
 	if commit {
-		m = b.beginMsg(unix.NFNL_MSG_BATCH_END, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)
-		b.endMsg(m)
+		m := t.b.beginMsg(unix.NFNL_MSG_BATCH_END, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)
+		t.b.endMsg(m)
 	}
-	return b, nil
 }
 
 // commandAt returns the text of the command at ref, iterating texts again.

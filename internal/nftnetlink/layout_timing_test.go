@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
@@ -131,22 +132,30 @@ func TestKernelCostVsChains(t *testing.T) {
 func mapLayout(f render.Fragment) render.Fragment {
 	out := render.Fragment{Containers: slices.Clone(f.Containers), Elements: slices.Clone(f.Elements)}
 	for _, c := range f.Chains {
-		if !(strings.HasPrefix(c.Name, "service-") || strings.HasPrefix(c.Name, "local-")) || strings.Contains(c.Rules[0].Text, "goto") {
+		if !(strings.HasPrefix(c.Name, "service-") || strings.HasPrefix(c.Name, "local-")) || strings.Contains(c.Rules[0].String(), "goto") {
 			out.Chains = append(out.Chains, c)
 			continue
 		}
 		m := "eps-" + c.Name
-		proto := ""
+		var proto nft.Value
 		for i, r := range c.Rules {
-			w := strings.Fields(r.Text)
-			target := w[len(w)-1]
-			proto = w[slices.Index(w, "l4proto")+1]
-			addr, port, _ := strings.Cut(target, ":")
-			out.Elements = append(out.Elements, render.Element{Container: m, IsMap: true, Key: strconv.Itoa(i), Value: addr + " . " + port})
+			for _, s := range r.Stmts {
+				switch s := s.(type) {
+				case nft.DNAT:
+					out.Elements = append(out.Elements, render.Element{Container: m, IsMap: true, Key: strconv.Itoa(i),
+						Value: s.To.Addr().String() + " . " + strconv.Itoa(int(s.To.Port()))})
+				case nft.Match:
+					if s.Keys[0] == nft.L4Proto {
+						proto = s.Value
+					}
+				}
+			}
 		}
 		out.Containers = append(out.Containers, render.Container{Name: m, IsMap: true, Type: "integer : ipv4_addr . inet_service"})
-		out.Chains = append(out.Chains, render.Chain{Name: c.Name, Rules: []render.Rule{{
-			Text: fmt.Sprintf("meta l4proto %s dnat ip addr . port to numgen random mod %d map @%s", proto, len(c.Rules), m)}}})
+		out.Chains = append(out.Chains, render.Chain{Name: c.Name, Rules: []render.Rule{{Stmts: []nft.Stmt{
+			nft.Match{Keys: []nft.Key{nft.L4Proto}, Value: proto},
+			nft.DNATMap{Family: nft.IPv4, Keys: []nft.Key{nft.Numgen(uint32(len(c.Rules)))}, Map: m},
+		}}}})
 	}
 	slices.SortFunc(out.Containers, func(a, b render.Container) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(out.Elements, func(a, b render.Element) int {

@@ -49,18 +49,39 @@ func ep(ip string, port int32, local bool) *model.Endpoint {
 	return &model.Endpoint{IP: netip.MustParseAddr(ip), Port: port, Ready: true, Serving: true, IsLocal: local}
 }
 
-// view categorizes ready endpoints (no terminating ones here).
+func terminating(e *model.Endpoint) *model.Endpoint {
+	e.Ready, e.Serving, e.Terminating = false, true, true
+	return e
+}
+
+// view categorizes endpoints as upstream's CategorizeEndpoints does (minus topology):
+// ready endpoints, else serving-terminating ones.
 func view(sp *model.ServicePort, eps ...*model.Endpoint) *model.ServicePortView {
-	v := &model.ServicePortView{ServicePort: sp, HasAnyEndpoints: len(eps) > 0}
-	if sp.UsesClusterEndpoints() {
-		v.ClusterEndpoints = eps
-	}
-	if sp.UsesLocalEndpoints() {
+	usable := func(filter func(*model.Endpoint) bool) []*model.Endpoint {
+		var ready, term []*model.Endpoint
 		for _, e := range eps {
-			if e.IsLocal {
-				v.LocalEndpoints = append(v.LocalEndpoints, e)
+			if !filter(e) {
+				continue
+			}
+			if e.Ready {
+				ready = append(ready, e)
+			} else if e.Serving && e.Terminating {
+				term = append(term, e)
 			}
 		}
+		if len(ready) > 0 {
+			return ready
+		}
+		return term
+	}
+	v := &model.ServicePortView{ServicePort: sp}
+	all := usable(func(*model.Endpoint) bool { return true })
+	v.HasAnyEndpoints = len(all) > 0
+	if sp.UsesClusterEndpoints() {
+		v.ClusterEndpoints = all
+	}
+	if sp.UsesLocalEndpoints() {
+		v.LocalEndpoints = usable(func(e *model.Endpoint) bool { return e.IsLocal })
 	}
 	seen := map[*model.Endpoint]bool{}
 	for _, e := range append(append([]*model.Endpoint{}, v.ClusterEndpoints...), v.LocalEndpoints...) {

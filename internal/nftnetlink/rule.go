@@ -113,16 +113,14 @@ func (rc *ruleCompiler) statement() error {
 	case "counter":
 		c.next()
 		if c.accept("name") {
-			// A named counter: nft's objref expression. The name is sent
-			// NUL-terminated, as nft does.
 			name, err := c.quotedOrWord("counter name")
 			if err != nil {
 				return err
 			}
-			rc.emit(&expr.Objref{Type: nftObjectCounter, Name: name + "\x00"})
+			rc.counter(name)
 			return nil
 		}
-		rc.emit(&expr.Counter{})
+		rc.counter("")
 		return nil
 	case "accept", "drop", "return", "continue", "jump", "goto":
 		v, err := parseVerdict(c)
@@ -133,11 +131,7 @@ func (rc *ruleCompiler) statement() error {
 		return nil
 	case "reject":
 		c.next()
-		if rc.family == "ip6" {
-			rc.emit(&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 4}) // ICMPV6_PORT_UNREACH
-		} else {
-			rc.emit(&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3}) // ICMP_PORT_UNREACH
-		}
+		rc.reject()
 		return nil
 	case "masquerade":
 		c.next()
@@ -146,12 +140,12 @@ func (rc *ruleCompiler) statement() error {
 		rc.emit(m)
 		return nil
 	case "dnat", "snat":
-		return rc.nat()
+		return rc.natStmt()
 	case "update", "add":
-		return rc.dynset()
+		return rc.dynsetStmt()
 	case "mark", "meta":
 		if c.peekAt(1) == "set" || (w == "meta" && c.peekAt(1) == "mark" && c.peekAt(2) == "set") {
-			return rc.markSet()
+			return rc.markSetStmt()
 		}
 	}
 	return rc.match()
@@ -192,45 +186,25 @@ func (rc *ruleCompiler) selector() (*selector, error) {
 		if w != rc.family {
 			return nil, fmt.Errorf("%q selector in a %s table", w, rc.family)
 		}
-		field := c.next()
-		t, n, off := dataTypes["ipv4_addr"], 4, 12
-		if w == "ip6" {
-			t, n, off = dataTypes["ipv6_addr"], 16, 8
-		}
-		switch field {
-		case "saddr":
-		case "daddr":
-			off += n
+		switch field := c.next(); field {
+		case "saddr", "daddr":
+			return addrSelector(w == "ip6", field == "daddr"), nil
 		default:
 			return nil, fmt.Errorf("unsupported selector %s %s", w, field)
 		}
-		return &selector{load: payload(expr.PayloadBaseNetworkHeader, off, n), typ: t, len: n}, nil
-	case "th":
-		off := 0
+	case "th", "tcp", "udp", "sctp":
 		switch f := c.next(); f {
-		case "sport":
-		case "dport":
-			off = 2
-		default:
-			return nil, fmt.Errorf("unsupported selector th %s", f)
-		}
-		return &selector{load: payload(expr.PayloadBaseTransportHeader, off, 2), typ: dataTypes["inet_service"], len: 2}, nil
-	case "tcp", "udp", "sctp":
-		off := 0
-		switch f := c.next(); f {
-		case "sport":
-		case "dport":
-			off = 2
+		case "sport", "dport":
+			return portSelector(f == "dport", protocols[w]), nil // protocols["th"] is 0
 		default:
 			return nil, fmt.Errorf("unsupported selector %s %s", w, f)
 		}
-		return &selector{load: payload(expr.PayloadBaseTransportHeader, off, 2), typ: dataTypes["inet_service"], len: 2, dep: protocols[w]}, nil
 	case "meta":
 		switch f := c.next(); f {
 		case "l4proto":
-			return &selector{load: meta(expr.MetaKeyL4PROTO), typ: dataTypes["inet_proto"], len: 1}, nil
+			return l4protoSelector(), nil
 		case "mark":
-			return &selector{load: meta(expr.MetaKeyMARK), typ: dataTypes["mark"], len: 4}, nil
+			return markSelector(), nil
 		case "iifname", "oifname":
 			c.pos--
 			return rc.selector()
@@ -238,36 +212,27 @@ func (rc *ruleCompiler) selector() (*selector, error) {
 			return nil, fmt.Errorf("unsupported selector meta %s", f)
 		}
 	case "mark":
-		return &selector{load: meta(expr.MetaKeyMARK), typ: dataTypes["mark"], len: 4}, nil
+		return markSelector(), nil
 	case "iifname":
-		return &selector{load: meta(expr.MetaKeyIIFNAME), typ: dataTypes["ifname"], len: 16}, nil
+		return ifnameSelector(expr.MetaKeyIIFNAME), nil
 	case "oifname":
-		return &selector{load: meta(expr.MetaKeyOIFNAME), typ: dataTypes["ifname"], len: 16}, nil
+		return ifnameSelector(expr.MetaKeyOIFNAME), nil
 	case "ct":
-		f := c.next()
-		key, names := expr.CtKeySTATE, ctStates
-		switch f {
-		case "state":
-		case "status":
-			key, names = expr.CtKeySTATUS, ctStatuses
+		switch f := c.next(); f {
+		case "state", "status":
+			return ctSelector(f == "status"), nil
 		default:
 			return nil, fmt.Errorf("unsupported selector ct %s", f)
 		}
-		return &selector{load: func(r uint32) expr.Any { return &expr.Ct{Register: r, Key: key} }, typ: dataTypes["integer"], len: 4, kind: "ct-bitmask", names: names}, nil
 	case "fib":
-		f := &expr.Fib{ResultADDRTYPE: true}
-		switch a := c.next(); a {
-		case "saddr":
-			f.FlagSADDR = true
-		case "daddr":
-			f.FlagDADDR = true
-		default:
+		a := c.next()
+		if a != "saddr" && a != "daddr" {
 			return nil, fmt.Errorf("unsupported fib input %q", a)
 		}
 		if err := c.expect("type"); err != nil {
 			return nil, err
 		}
-		return &selector{load: func(r uint32) expr.Any { g := *f; g.Register = r; return &g }, typ: dataTypes["integer"], len: 4, kind: "fib", names: fibTypes}, nil
+		return fibSelector(a == "daddr"), nil
 	case "numgen":
 		if err := c.expect("random"); err != nil {
 			return nil, err
@@ -285,9 +250,7 @@ func (rc *ruleCompiler) selector() (*selector, error) {
 				return nil, fmt.Errorf("bad numgen offset")
 			}
 		}
-		return &selector{load: func(r uint32) expr.Any {
-			return &expr.Numgen{Register: r, Modulus: uint32(mod), Type: unix.NFT_NG_RANDOM, Offset: uint32(offset)}
-		}, typ: dataTypes["integer"], len: 4}, nil
+		return numgenSelector(uint32(mod), uint32(offset)), nil
 	}
 	return nil, fmt.Errorf("unsupported statement %q", w)
 }
@@ -310,17 +273,12 @@ func (rc *ruleCompiler) match() error {
 		}
 	}
 	if len(sels) > 1 {
-		word := 0
-		var key keyType
 		for _, s := range sels {
 			if s.kind != "" {
 				return fmt.Errorf("%s cannot be concatenated", s.typ.name)
 			}
-			rc.emit(s.load(reg(word)))
-			word += padded(s.len) / 4
-			key.fields = append(key.fields, s.typ)
 		}
-		return rc.lookupRelation(key)
+		return rc.lookupRelation(rc.loadKey(sels))
 	}
 	s := sels[0]
 	if s.kind == "" || s.kind == "fib" {
@@ -350,28 +308,26 @@ func (rc *ruleCompiler) lookupRelation(key keyType) error {
 		if invert {
 			return fmt.Errorf("!= vmap is not supported")
 		}
-		l := &expr.Lookup{SourceRegister: 1, DestRegister: 0, IsDestRegSet: true}
 		if c.peek() == "{" {
-			a, err := rc.anonMap(key, nil)
+			elems, err := rc.anonMapElems(key, nil)
 			if err != nil {
 				return err
 			}
-			l.SetName, l.SetID = "__map%d", a.id
-		} else {
-			name, err := setRef(c.next())
-			if err != nil {
-				return err
-			}
-			l.SetName = name
+			rc.vmap(key, "", elems)
+			return nil
 		}
-		rc.emit(l)
+		name, err := setRef(c.next())
+		if err != nil {
+			return err
+		}
+		rc.vmap(key, name, nil)
 		return nil
 	}
 	name, err := setRef(c.next())
 	if err != nil {
 		return err
 	}
-	rc.emit(&expr.Lookup{SourceRegister: 1, SetName: name, Invert: invert})
+	rc.lookup(name, invert)
 	return nil
 }
 
@@ -396,14 +352,7 @@ func (rc *ruleCompiler) bitmaskMatch(s *selector) error {
 		}
 		mask |= v
 	}
-	if invert {
-		// nft compares "!= a" with the exact value, not as a flag test.
-		rc.emit(s.load(1), &expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: hostU32(mask)})
-		return nil
-	}
-	rc.emit(s.load(1),
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: hostU32(mask), Xor: hostU32(0)},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: hostU32(0)})
+	rc.bitmask(s, invert, mask)
 	return nil
 }
 
@@ -439,8 +388,7 @@ func (rc *ruleCompiler) maskedMatch(s *selector) error {
 	if err != nil {
 		return err
 	}
-	rc.emit(&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: hostU32(mask), Xor: hostU32(0)},
-		&expr.Cmp{Op: op, Register: 1, Data: hostU32(v & mask)})
+	rc.masked(mask, op, v)
 	return nil
 }
 
@@ -478,12 +426,7 @@ func (rc *ruleCompiler) valueMatch(s *selector) error {
 		if len(items) == 1 {
 			return rc.singleValue(s, op, items[0])
 		}
-		a, err := rc.anonSetOf(s.typ, items)
-		if err != nil {
-			return err
-		}
-		rc.emit(&expr.Lookup{SourceRegister: 1, SetName: "__set%d", SetID: a.id, Invert: invert})
-		return nil
+		return rc.anonSetOf(s.typ, items, invert)
 	}
 	if c.done() {
 		return fmt.Errorf("missing value after %s", s.typ.name)
@@ -516,20 +459,7 @@ func (rc *ruleCompiler) singleValue(s *selector, op expr.CmpOp, v string) error 
 		if err != nil {
 			return err
 		}
-		bits := prefixBits(iv)
-		if bits%8 == 0 && bits > 0 {
-			// Load only the prefix bytes, as nft does.
-			load := rc.out.exprs[len(rc.out.exprs)-1].(*expr.Payload)
-			load.Len = uint32(bits / 8)
-			rc.emit(&expr.Cmp{Op: op, Register: 1, Data: iv.first[:bits/8]})
-			return nil
-		}
-		mask := make([]byte, len(iv.first))
-		for i := range mask {
-			mask[i] = ^(iv.first[i] ^ iv.last[i])
-		}
-		rc.emit(&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: uint32(len(mask)), Mask: mask, Xor: make([]byte, len(mask))},
-			&expr.Cmp{Op: op, Register: 1, Data: iv.first})
+		rc.prefixMatch(op, iv)
 		return nil
 	}
 	b, err := encodeValue(nil, t, v)
@@ -558,9 +488,9 @@ func prefixBits(iv interval) int {
 	return bits
 }
 
-// markSet compiles "mark set mark or|xor|and X", "meta mark set meta mark | X" and
-// "mark set X".
-func (rc *ruleCompiler) markSet() error {
+// markSetStmt compiles "mark set mark or|xor|and X", "meta mark set meta mark | X"
+// and "mark set X".
+func (rc *ruleCompiler) markSetStmt() error {
 	c := &rc.c
 	if c.accept("meta") {
 		c.next() // mark
@@ -581,20 +511,16 @@ func (rc *ruleCompiler) markSet() error {
 		if err != nil {
 			return err
 		}
-		var mask, xor uint32
 		switch opw {
 		case "or", "|":
-			mask, xor = ^v, v
+			rc.markSet(markOr, v)
 		case "xor", "^":
-			mask, xor = 0xffffffff, v
+			rc.markSet(markXor, v)
 		case "and", "&":
-			mask, xor = v, 0
+			rc.markSet(markAnd, v)
 		default:
 			return fmt.Errorf("unsupported mark operator %q", opw)
 		}
-		rc.emit(&expr.Meta{Key: expr.MetaKeyMARK, Register: 1},
-			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: hostU32(mask), Xor: hostU32(xor)},
-			&expr.Meta{Key: expr.MetaKeyMARK, Register: 1, SourceRegister: true})
 		return nil
 	}
 	v, err := parseU32(c.next())
@@ -606,8 +532,8 @@ func (rc *ruleCompiler) markSet() error {
 	return nil
 }
 
-// dynset compiles "update @set { selector }" and "add @set { selector }".
-func (rc *ruleCompiler) dynset() error {
+// dynsetStmt compiles "update @set { selector }" and "add @set { selector }".
+func (rc *ruleCompiler) dynsetStmt() error {
 	c := &rc.c
 	op := uint32(unix.NFT_DYNSET_OP_UPDATE)
 	if c.next() == "add" {
@@ -620,17 +546,13 @@ func (rc *ruleCompiler) dynset() error {
 	if err := c.expect("{"); err != nil {
 		return err
 	}
-	word := 0
+	var sels []*selector
 	for {
 		s, err := rc.selector()
 		if err != nil {
 			return err
 		}
-		if s.kind != "" {
-			return fmt.Errorf("%s cannot be a set key", s.typ.name)
-		}
-		rc.emit(s.load(reg(word)))
-		word += padded(s.len) / 4
+		sels = append(sels, s)
 		if !c.accept(".") {
 			break
 		}
@@ -638,18 +560,17 @@ func (rc *ruleCompiler) dynset() error {
 	if err := c.expect("}"); err != nil {
 		return err
 	}
-	rc.emit(&expr.Dynset{SrcRegKey: 1, SetName: name, Operation: op})
-	return nil
+	return rc.dynset(op, name, sels)
 }
 
-// nat compiles "dnat [ip|ip6] to addr[:port]" and "dnat ip|ip6 addr . port to numgen
-// random mod N map { … }" or "dnat ip|ip6 addr . port to KEY map @map", KEY being a
-// selector or a concatenation of selectors.
-func (rc *ruleCompiler) nat() error {
+// natStmt compiles "dnat [ip|ip6] to addr[:port]" and "dnat ip|ip6 addr . port to
+// numgen random mod N map { … }" or "dnat ip|ip6 addr . port to KEY map @map", KEY
+// being a selector or a concatenation of selectors.
+func (rc *ruleCompiler) natStmt() error {
 	c := &rc.c
-	n := &expr.NAT{Type: expr.NATTypeDestNAT}
+	typ := expr.NATTypeDestNAT
 	if c.next() == "snat" {
-		n.Type = expr.NATTypeSourceNAT
+		typ = expr.NATTypeSourceNAT
 	}
 	fam := rc.family
 	if c.peek() == "ip" || c.peek() == "ip6" {
@@ -658,12 +579,7 @@ func (rc *ruleCompiler) nat() error {
 	if fam != rc.family {
 		return fmt.Errorf("%s nat in a %s table", fam, rc.family)
 	}
-	addrType := dataTypes["ipv4_addr"]
-	n.Family = unix.NFPROTO_IPV4
-	if fam == "ip6" {
-		addrType = dataTypes["ipv6_addr"]
-		n.Family = unix.NFPROTO_IPV6
-	}
+	n, addrType := natFamily(typ, fam == "ip6")
 	if c.accept("addr") {
 		if err := c.expect("."); err != nil {
 			return err
@@ -674,62 +590,35 @@ func (rc *ruleCompiler) nat() error {
 		if err := c.expect("to"); err != nil {
 			return err
 		}
-		// The key: one selector, or a concatenation loaded into consecutive registers
-		// (as nft does).
 		var sels []*selector
-		var dep byte
 		for {
 			s, err := rc.selector()
 			if err != nil {
 				return err
-			}
-			if s.kind != "" || (s.dep != 0 && dep != 0 && s.dep != dep) {
-				return fmt.Errorf("unsupported nat map key")
-			}
-			if s.dep != 0 {
-				dep = s.dep
 			}
 			sels = append(sels, s)
 			if !c.accept(".") {
 				break
 			}
 		}
-		if dep != 0 {
-			// nft puts the protocol dependency of "tcp dport" first.
-			rc.emit(meta(expr.MetaKeyL4PROTO)(1), &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{dep}})
-		}
-		var key keyType
-		word := 0
-		for _, s := range sels {
-			rc.emit(s.load(reg(word)))
-			word += padded(s.len) / 4
-			key.fields = append(key.fields, s.typ)
-		}
 		if err := c.expect("map"); err != nil {
 			return err
 		}
 		if strings.HasPrefix(c.peek(), "@") {
-			// A named map (its key and data types are the map's business).
 			name, err := setRef(c.next())
 			if err != nil {
 				return err
 			}
-			rc.emit(&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: name})
-		} else {
-			if len(key.fields) != 1 {
-				return fmt.Errorf("anonymous nat maps of concatenations are not supported")
-			}
-			data := keyType{fields: []dataType{addrType, dataTypes["inet_service"]}}
-			a, err := rc.anonMap(key, &data)
-			if err != nil {
-				return err
-			}
-			rc.emit(&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: "__map%d", SetID: a.id})
+			return rc.natMap(n, addrType, sels, name, nil)
 		}
-		n.RegAddrMin = 1
-		n.RegProtoMin = reg(padded(addrType.size) / 4)
-		rc.emit(n)
-		return nil
+		if len(sels) != 1 {
+			return fmt.Errorf("anonymous nat maps of concatenations are not supported")
+		}
+		elems, err := rc.anonMapElems(keyType{fields: []dataType{sels[0].typ}}, natMapData(addrType))
+		if err != nil {
+			return err
+		}
+		return rc.natMap(n, addrType, sels, "", elems)
 	}
 	if err := c.expect("to"); err != nil {
 		return err
@@ -757,19 +646,14 @@ func (rc *ruleCompiler) nat() error {
 	if err != nil {
 		return err
 	}
-	rc.emit(&expr.Immediate{Register: 1, Data: ab})
-	n.RegAddrMin = 1
+	var pb []byte
 	if port != "" {
-		pb, err := encodeValue(nil, dataTypes["inet_service"], port)
-		if err != nil {
+		if pb, err = encodeValue(nil, dataTypes["inet_service"], port); err != nil {
 			return err
 		}
-		rc.emit(&expr.Immediate{Register: 2, Data: pb})
-		n.RegProtoMin = 2
-		n.Specified = true
 	}
 	n.Random, n.FullyRandom, n.Persistent = natFlags(c)
-	rc.emit(n)
+	rc.natTo(n, ab, pb)
 	return nil
 }
 

@@ -10,13 +10,17 @@ import (
 // maxCachedRules bounds the rule cache of one batch.
 const maxCachedRules = 8192
 
+// A full sync at 10,000 Services repeats few distinct rules many times (a
+// Service's rules name shared maps, not the Service: "dnat ... map
+// @service-endpoints-tcp-3a"), and compiling them and marshalling their
+// expressions was half of translating it. A rule's encoding depends only on its
+// text (typed rules encode as their printed text, TestEncodeRuleMatchesText) and
+// on the sets of the batch, so the translator keeps the encoding (everything after
+// the chain attribute) of each rule text without anonymous sets, for this batch
+// only, keyed by the text after "add rule <family> <table> <chain> ".
+
 // cachedRule writes line if it adds a rule whose text (after the chain name) was
-// already translated in this batch, and reports whether it did. A full sync at
-// 10,000 Services repeats few distinct rule texts many times (a Service's rules
-// name shared maps, not the Service: "dnat ... map @service-endpoints-tcp-3a"),
-// and parsing them and marshalling their expressions was half of translating it.
-// A rule's encoding depends only on its text and on the sets of the batch, so it
-// is reused within the batch only.
+// already translated in this batch, and reports whether it did.
 func (t *translator) cachedRule(line string) bool {
 	rest, ok := strings.CutPrefix(line, t.rulePrefix)
 	if !ok || len(t.rules) == 0 || strings.HasPrefix(rest, "\"") {
@@ -31,26 +35,39 @@ func (t *translator) cachedRule(line string) bool {
 		return false
 	}
 	t.flushElems()
+	t.b.markCommand(t.at)
+	t.writeCachedRule(chain, enc)
+	return true
+}
+
+// writeCachedRule writes a rule of chain from its cached encoding.
+func (t *translator) writeCachedRule(chain string, enc []byte) {
 	b := t.b
-	b.markCommand(t.at)
 	m := b.nftMsg(unix.NFT_MSG_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, t.nfproto)
 	b.attrString(unix.NFTA_RULE_TABLE, t.table)
 	b.attrString(unix.NFTA_RULE_CHAIN, chain)
 	b.buf = append(b.buf, enc...)
 	b.endMsg(m)
-	return true
 }
 
 // cacheRule remembers the encoding of the rule text of line (see cachedRule).
 func (t *translator) cacheRule(line string, enc []byte) {
 	rest, ok := strings.CutPrefix(line, t.rulePrefix)
-	if !ok || len(t.rules) >= maxCachedRules || strings.HasPrefix(rest, "\"") {
+	if !ok || strings.HasPrefix(rest, "\"") {
 		return
 	}
 	if _, text, ok := strings.Cut(rest, " "); ok {
-		if t.rules == nil {
-			t.rules = make(map[string][]byte)
-		}
-		t.rules[strings.Clone(text)] = slices.Clone(enc)
+		t.storeRule(strings.Clone(text), enc)
 	}
+}
+
+// storeRule remembers enc as the encoding of the rule text.
+func (t *translator) storeRule(text string, enc []byte) {
+	if len(t.rules) >= maxCachedRules {
+		return
+	}
+	if t.rules == nil {
+		t.rules = make(map[string][]byte)
+	}
+	t.rules[text] = slices.Clone(enc)
 }

@@ -47,6 +47,9 @@ type translator struct {
 	rules      map[string][]byte
 	// line is the command being translated.
 	line string
+	// ruleText holds the printed text of a typed rule, the rule cache's key,
+	// reused rule after rule.
+	ruleText []byte
 	// Scratch buffers of elementCmd, reused element after element.
 	kparts, dparts []string
 	key, data      []byte
@@ -113,7 +116,6 @@ const nftObjectCounter = 1
 // NFT_MSG_DELOBJ, with the attributes nft sends. Adding an existing counter keeps
 // its value.
 func (t *translator) counterCmd(verb string, c *cursor) error {
-	b := t.b
 	name, err := c.quotedOrWord("counter name")
 	if err != nil {
 		return err
@@ -126,11 +128,7 @@ func (t *translator) counterCmd(verb string, c *cursor) error {
 		if !c.done() {
 			return fmt.Errorf("unexpected %q", c.describeNext())
 		}
-		m := b.nftMsg(unix.NFT_MSG_DELOBJ, 0, t.nfproto)
-		b.attrString(unix.NFTA_OBJ_TABLE, t.table)
-		b.attrString(unix.NFTA_OBJ_NAME, name)
-		b.attrU32(unix.NFTA_OBJ_TYPE, nftObjectCounter)
-		b.endMsg(m)
+		t.deleteCounter(name)
 		return nil
 	case "flush":
 		return fmt.Errorf("flush counter is not supported")
@@ -152,6 +150,13 @@ func (t *translator) counterCmd(verb string, c *cursor) error {
 			return fmt.Errorf("counter bytes %q: %w", w[3], err)
 		}
 	}
+	t.newCounter(verb, name, packets, bytes)
+	return nil
+}
+
+// newCounter adds (verb "add" or "create") the named counter with its values.
+func (t *translator) newCounter(verb, name string, packets, bytes uint64) {
+	b := t.b
 	m := b.nftMsg(unix.NFT_MSG_NEWOBJ, createFlags(verb), t.nfproto)
 	b.attrString(unix.NFTA_OBJ_TABLE, t.table)
 	b.attrString(unix.NFTA_OBJ_NAME, name)
@@ -161,7 +166,15 @@ func (t *translator) counterCmd(verb string, c *cursor) error {
 	b.attrU64(unix.NFTA_COUNTER_PACKETS, packets)
 	b.endNest(data)
 	b.endMsg(m)
-	return nil
+}
+
+func (t *translator) deleteCounter(name string) {
+	b := t.b
+	m := b.nftMsg(unix.NFT_MSG_DELOBJ, 0, t.nfproto)
+	b.attrString(unix.NFTA_OBJ_TABLE, t.table)
+	b.attrString(unix.NFTA_OBJ_NAME, name)
+	b.attrU32(unix.NFTA_OBJ_TYPE, nftObjectCounter)
+	b.endMsg(m)
 }
 
 func createFlags(verb string) uint16 {
@@ -228,17 +241,14 @@ func (t *translator) tableCmd(verb string, c *cursor) error {
 		if !c.done() {
 			return fmt.Errorf("unsupported %s table form", verb)
 		}
-		// NFTA_RULE_TABLE and NFTA_TABLE_NAME are both attribute 1.
-		typ := unix.NFT_MSG_DELTABLE
 		if verb == "flush" {
-			typ = unix.NFT_MSG_DELRULE
-		} else {
-			t.sets = map[string]*setInfo{}
-			t.tableGone = true
+			// NFTA_RULE_TABLE and NFTA_TABLE_NAME are both attribute 1.
+			m := b.nftMsg(unix.NFT_MSG_DELRULE, 0, t.nfproto)
+			b.attrString(unix.NFTA_TABLE_NAME, t.table)
+			b.endMsg(m)
+			return nil
 		}
-		m := b.nftMsg(typ, 0, t.nfproto)
-		b.attrString(unix.NFTA_TABLE_NAME, t.table)
-		b.endMsg(m)
+		t.deleteTable()
 		return nil
 	}
 	props, err := body(c)
@@ -256,6 +266,13 @@ func (t *translator) tableCmd(verb string, c *cursor) error {
 			return fmt.Errorf("unsupported table property %q", strings.Join(texts(p), " "))
 		}
 	}
+	t.newTable(verb, ud)
+	return nil
+}
+
+// newTable adds (verb "add" or "create") the table, with its comment's userdata.
+func (t *translator) newTable(verb string, ud udata) {
+	b := t.b
 	m := b.nftMsg(unix.NFT_MSG_NEWTABLE, createFlags(verb), t.nfproto)
 	b.attrString(unix.NFTA_TABLE_NAME, t.table)
 	b.attrU32(unix.NFTA_TABLE_FLAGS, 0)
@@ -263,13 +280,21 @@ func (t *translator) tableCmd(verb string, c *cursor) error {
 		b.attr(nftaTableUserdata, ud)
 	}
 	b.endMsg(m)
-	return nil
+}
+
+// deleteTable deletes the table: later element commands cannot refer to the
+// kernel's sets.
+func (t *translator) deleteTable() {
+	t.sets = map[string]*setInfo{}
+	t.tableGone = true
+	m := t.b.nftMsg(unix.NFT_MSG_DELTABLE, 0, t.nfproto)
+	t.b.attrString(unix.NFTA_TABLE_NAME, t.table)
+	t.b.endMsg(m)
 }
 
 var hooks = map[string]uint32{"prerouting": 0, "input": 1, "forward": 2, "output": 3, "postrouting": 4}
 
 func (t *translator) chainCmd(verb string, c *cursor) error {
-	b := t.b
 	name, err := c.quotedOrWord("chain name")
 	if err != nil {
 		return err
@@ -283,16 +308,10 @@ func (t *translator) chainCmd(verb string, c *cursor) error {
 			return fmt.Errorf("unexpected %q", c.describeNext())
 		}
 		if verb == "flush" {
-			m := b.nftMsg(unix.NFT_MSG_DELRULE, 0, t.nfproto)
-			b.attrString(unix.NFTA_RULE_TABLE, t.table)
-			b.attrString(unix.NFTA_RULE_CHAIN, name)
-			b.endMsg(m)
-			return nil
+			t.flushChain(name)
+		} else {
+			t.deleteChain(name)
 		}
-		m := b.nftMsg(unix.NFT_MSG_DELCHAIN, 0, t.nfproto)
-		b.attrString(unix.NFTA_CHAIN_TABLE, t.table)
-		b.attrString(unix.NFTA_CHAIN_NAME, name)
-		b.endMsg(m)
 		return nil
 	}
 	props, err := body(c)
@@ -316,6 +335,13 @@ func (t *translator) chainCmd(verb string, c *cursor) error {
 			return fmt.Errorf("unsupported chain property %q", strings.Join(w, " "))
 		}
 	}
+	return t.newChain(verb, name, chainType, hook, prio, policy, ud)
+}
+
+// newChain adds (verb "add" or "create") a chain: a base chain when chainType is
+// set (with hook, priority and, optionally, policy), with its comment's userdata.
+func (t *translator) newChain(verb, name, chainType, hook, prio, policy string, ud udata) error {
+	b := t.b
 	m := b.nftMsg(unix.NFT_MSG_NEWCHAIN, createFlags(verb), t.nfproto)
 	b.attrString(unix.NFTA_CHAIN_TABLE, t.table)
 	b.attrString(unix.NFTA_CHAIN_NAME, name)
@@ -357,6 +383,20 @@ func (t *translator) chainCmd(verb string, c *cursor) error {
 	return nil
 }
 
+func (t *translator) flushChain(name string) {
+	m := t.b.nftMsg(unix.NFT_MSG_DELRULE, 0, t.nfproto)
+	t.b.attrString(unix.NFTA_RULE_TABLE, t.table)
+	t.b.attrString(unix.NFTA_RULE_CHAIN, name)
+	t.b.endMsg(m)
+}
+
+func (t *translator) deleteChain(name string) {
+	m := t.b.nftMsg(unix.NFT_MSG_DELCHAIN, 0, t.nfproto)
+	t.b.attrString(unix.NFTA_CHAIN_TABLE, t.table)
+	t.b.attrString(unix.NFTA_CHAIN_NAME, name)
+	t.b.endMsg(m)
+}
+
 func (t *translator) ruleCmd(verb string, c *cursor) error {
 	if verb != "add" {
 		return fmt.Errorf("%s rule is not supported", verb)
@@ -372,10 +412,23 @@ func (t *translator) ruleCmd(verb string, c *cursor) error {
 	if err != nil {
 		return err
 	}
-	cacheable := len(r.anon) == 0
+	enc, err := t.writeRule(chain, &r)
+	if err != nil {
+		return err
+	}
+	if len(r.anon) == 0 {
+		t.cacheRule(t.line, enc)
+	}
+	return nil
+}
+
+// writeRule emits the anonymous sets of a compiled rule and the rule, appended to
+// chain. It returns the rule message's encoding after the chain attribute (for
+// cacheRule), valid until the builder grows.
+func (t *translator) writeRule(chain string, r *compiledRule) ([]byte, error) {
 	for _, a := range r.anon {
 		if err := t.anonSet(a); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	b := t.b
@@ -387,7 +440,7 @@ func (t *translator) ruleCmd(verb string, c *cursor) error {
 	for _, e := range r.exprs {
 		data, err := expr.Marshal(t.nfproto, e)
 		if err != nil {
-			return fmt.Errorf("marshal %T: %w", e, err)
+			return nil, fmt.Errorf("marshal %T: %w", e, err)
 		}
 		n := b.beginNest(unix.NFTA_LIST_ELEM)
 		b.buf = append(b.buf, data...)
@@ -397,15 +450,12 @@ func (t *translator) ruleCmd(verb string, c *cursor) error {
 	if r.comment != "" {
 		ud, err := commentUdata(r.comment)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b.attr(unix.NFTA_RULE_USERDATA, ud)
 	}
-	if cacheable {
-		t.cacheRule(t.line, b.buf[encStart:])
-	}
 	b.endMsg(m)
-	return nil
+	return b.buf[encStart:], nil
 }
 
 // anonSet emits an anonymous set and its elements, bound to the next rule by id.

@@ -16,7 +16,6 @@ import (
 // rule and counter commands.
 
 func (t *translator) setCmd(verb string, isMap bool, c *cursor) error {
-	b := t.b
 	name, err := c.quotedOrWord("set name")
 	if err != nil {
 		return err
@@ -26,52 +25,27 @@ func (t *translator) setCmd(verb string, isMap bool, c *cursor) error {
 	}
 	switch verb {
 	case "delete":
-		delete(t.sets, name)
-		m := b.nftMsg(unix.NFT_MSG_DELSET, 0, t.nfproto)
-		b.attrString(unix.NFTA_SET_TABLE, t.table)
-		b.attrString(unix.NFTA_SET_NAME, name)
-		b.endMsg(m)
+		t.deleteSet(name)
 		return nil
 	case "flush":
-		m := b.nftMsg(unix.NFT_MSG_DELSETELEM, 0, t.nfproto)
-		b.attrString(unix.NFTA_SET_ELEM_LIST_TABLE, t.table)
-		b.attrString(unix.NFTA_SET_ELEM_LIST_SET, name)
-		b.endMsg(m)
+		t.flushSet(name)
 		return nil
 	}
 	props, err := body(c)
 	if err != nil {
 		return err
 	}
-	info := &setInfo{}
-	var timeout, gcInterval time.Duration
-	var size uint64
-	var policy string
-	var comment string
-	var typeofUdata udata
-	automerge := false
+	sp := setSpec{info: &setInfo{}}
+	info := sp.info
 	for _, p := range props {
 		w := texts(p)
 		switch {
 		case len(w) >= 2 && w[0] == "typeof":
-			if info.key, info.data, typeofUdata, err = parseTypeof(w[1:], isMap); err != nil {
+			if info.key, info.data, sp.typeofUdata, err = parseTypeof(w[1:], isMap); err != nil {
 				return err
 			}
 		case len(w) >= 2 && w[0] == "type":
-			typ := w[1:]
-			if isMap {
-				i := indexOf(typ, ":")
-				if i < 0 {
-					return fmt.Errorf("map type without \":\"")
-				}
-				d, err := parseKeyType(typ[i+1:])
-				if err != nil {
-					return err
-				}
-				info.data = &d
-				typ = typ[:i]
-			}
-			if info.key, err = parseKeyType(typ); err != nil {
+			if err := info.parseType(w[1:], isMap); err != nil {
 				return err
 			}
 		case len(w) == 2 && w[0] == "flags":
@@ -95,27 +69,79 @@ func (t *translator) setCmd(verb string, isMap bool, c *cursor) error {
 				return fmt.Errorf("bad %s %q", w[0], w[1])
 			}
 			if w[0] == "timeout" {
-				timeout = d
+				sp.timeout = d
 				info.flags |= unix.NFT_SET_TIMEOUT
 			} else {
-				gcInterval = d
+				sp.gcInterval = d
 			}
 		case len(w) == 2 && w[0] == "size":
-			if size, err = strconv.ParseUint(w[1], 10, 32); err != nil {
+			if sp.size, err = strconv.ParseUint(w[1], 10, 32); err != nil {
 				return fmt.Errorf("bad size %q", w[1])
 			}
 		case len(w) == 2 && w[0] == "policy":
-			policy = w[1]
+			sp.policy = w[1]
 		case len(w) == 1 && w[0] == "auto-merge":
-			automerge = true
+			sp.automerge = true
 		case len(w) == 2 && w[0] == "comment":
-			comment = w[1]
-			if len(comment) > knftables.CommentLengthMax {
-				return fmt.Errorf("comment longer than %d bytes", knftables.CommentLengthMax)
-			}
+			sp.comment = w[1]
 		default:
 			return fmt.Errorf("unsupported set property %q", strings.Join(w, " "))
 		}
+	}
+	return t.newSet(verb, name, isMap, &sp)
+}
+
+// setSpec is everything an "add set|map" command says about the set.
+type setSpec struct {
+	info                *setInfo
+	timeout, gcInterval time.Duration
+	size                uint64
+	policy, comment     string
+	typeofUdata         udata
+	automerge           bool
+}
+
+// parseType reads the words of "type K [: V]" (after "type") into info.
+func (info *setInfo) parseType(typ []string, isMap bool) error {
+	if isMap {
+		i := indexOf(typ, ":")
+		if i < 0 {
+			return fmt.Errorf("map type without \":\"")
+		}
+		d, err := parseKeyType(typ[i+1:])
+		if err != nil {
+			return err
+		}
+		info.data = &d
+		typ = typ[:i]
+	}
+	var err error
+	info.key, err = parseKeyType(typ)
+	return err
+}
+
+func (t *translator) deleteSet(name string) {
+	delete(t.sets, name)
+	m := t.b.nftMsg(unix.NFT_MSG_DELSET, 0, t.nfproto)
+	t.b.attrString(unix.NFTA_SET_TABLE, t.table)
+	t.b.attrString(unix.NFTA_SET_NAME, name)
+	t.b.endMsg(m)
+}
+
+func (t *translator) flushSet(name string) {
+	m := t.b.nftMsg(unix.NFT_MSG_DELSETELEM, 0, t.nfproto)
+	t.b.attrString(unix.NFTA_SET_ELEM_LIST_TABLE, t.table)
+	t.b.attrString(unix.NFTA_SET_ELEM_LIST_SET, name)
+	t.b.endMsg(m)
+}
+
+// newSet adds (verb "add" or "create") a set or map, and records it for the
+// element commands that follow.
+func (t *translator) newSet(verb, name string, isMap bool, sp *setSpec) error {
+	b := t.b
+	info := sp.info
+	if len(sp.comment) > knftables.CommentLengthMax {
+		return fmt.Errorf("comment longer than %d bytes", knftables.CommentLengthMax)
 	}
 	if len(info.key.fields) == 0 {
 		return fmt.Errorf("set without type")
@@ -139,42 +165,42 @@ func (t *translator) setCmd(verb string, isMap bool, c *cursor) error {
 		b.attrU32(unix.NFTA_SET_DATA_TYPE, info.data.id())
 		b.attrU32(unix.NFTA_SET_DATA_LEN, uint32(info.data.size()))
 	}
-	switch policy {
+	switch sp.policy {
 	case "":
 	case "performance":
 		b.attrU32(unix.NFTA_SET_POLICY, unix.NFT_SET_POL_PERFORMANCE)
 	case "memory":
 		b.attrU32(unix.NFTA_SET_POLICY, unix.NFT_SET_POL_MEMORY)
 	default:
-		return fmt.Errorf("unsupported set policy %q", policy)
+		return fmt.Errorf("unsupported set policy %q", sp.policy)
 	}
 	b.attrU32(unix.NFTA_SET_ID, t.newID())
-	if timeout != 0 {
-		b.attrU64(unix.NFTA_SET_TIMEOUT, uint64(timeout.Milliseconds()))
+	if sp.timeout != 0 {
+		b.attrU64(unix.NFTA_SET_TIMEOUT, uint64(sp.timeout.Milliseconds()))
 	}
-	if gcInterval != 0 {
-		b.attrU32(unix.NFTA_SET_GC_INTERVAL, uint32(gcInterval.Milliseconds()))
+	if sp.gcInterval != 0 {
+		b.attrU32(unix.NFTA_SET_GC_INTERVAL, uint32(sp.gcInterval.Milliseconds()))
 	}
-	if size != 0 {
+	if sp.size != 0 {
 		d := b.beginNest(unix.NFTA_SET_DESC)
-		b.attrU32(unix.NFTA_SET_DESC_SIZE, uint32(size))
+		b.attrU32(unix.NFTA_SET_DESC_SIZE, uint32(sp.size))
 		b.endNest(d)
 	}
 	ud := udata(nil).u32(0, info.key.order())
 	if info.data != nil {
 		ud = ud.u32(1, info.data.order())
 	}
-	if automerge {
+	if sp.automerge {
 		ud = ud.u32(2, 1)
 	}
-	if typeofUdata != nil {
-		if automerge {
+	if sp.typeofUdata != nil {
+		if sp.automerge {
 			return fmt.Errorf("auto-merge with typeof is not supported")
 		}
-		ud = typeofUdata
+		ud = sp.typeofUdata
 	}
-	if comment != "" {
-		ud = ud.str(7, comment)
+	if sp.comment != "" {
+		ud = ud.str(7, sp.comment)
 	}
 	b.attr(unix.NFTA_SET_USERDATA, ud)
 	b.endMsg(m)
@@ -243,20 +269,20 @@ func (t *translator) elementCmd(verb string, c *cursor, line string) error {
 			break
 		}
 	}
+	t.kparts = kparts
 	var comment string
 	if c.accept("comment") {
 		if comment, err = c.quotedOrWord("comment"); err != nil {
 			return err
 		}
 	}
-	var verdict *expr.Verdict
-	var data []byte
+	var value elemValue
 	if c.accept(":") {
 		if info.data == nil {
 			return fmt.Errorf("value for an element of set %q", name)
 		}
 		if info.data.isVerdict() {
-			if verdict, err = parseVerdict(c); err != nil {
+			if value.verdict, err = parseVerdict(c); err != nil {
 				return err
 			}
 		} else {
@@ -268,13 +294,8 @@ func (t *translator) elementCmd(verb string, c *cursor, line string) error {
 				}
 			}
 			t.dparts = dparts
-			if data, err = appendKey(t.data[:0], *info.data, dparts); err != nil {
-				return err
-			}
-			t.data = data
+			value.parts = dparts
 		}
-	} else if info.data != nil && verb != "delete" {
-		return fmt.Errorf("map element without value")
 	}
 	if err := c.expect("}"); err != nil {
 		return err
@@ -282,19 +303,45 @@ func (t *translator) elementCmd(verb string, c *cursor, line string) error {
 	if !c.done() {
 		return fmt.Errorf("unexpected %q", c.describeNext())
 	}
+	return t.element(verb, name, info, kparts, comment, value)
+}
+
+// elemValue is the value of a map element: a verdict, or the fields of data.
+type elemValue struct {
+	verdict *expr.Verdict
+	parts   []string
+}
+
+func (v elemValue) none() bool { return v.verdict == nil && v.parts == nil }
+
+// element adds (verb "add" or "create") or deletes an element of the set name
+// (described by info), key given as its fields. Consecutive element commands on
+// one set share a message.
+func (t *translator) element(verb, name string, info *setInfo, kparts []string, comment string, value elemValue) error {
+	var data []byte
+	if !value.none() && info.data == nil {
+		return fmt.Errorf("value for an element of set %q", name)
+	}
+	if value.parts != nil {
+		var err error
+		if data, err = appendKey(t.data[:0], *info.data, value.parts); err != nil {
+			return err
+		}
+		t.data = data
+	} else if info.data != nil && value.none() && verb != "delete" {
+		return fmt.Errorf("map element without value")
+	}
 	if info.flags&unix.NFT_SET_INTERVAL != 0 {
 		// nft merges interval elements with the set's current content (and adds
 		// a leading end element to an empty set); reproducing that needs the
 		// set's elements, which the renderer never needs.
 		return fmt.Errorf("elements of interval sets are not supported")
 	}
-	t.kparts = kparts
 	k, err := appendKey(t.key[:0], info.key, kparts)
 	if err != nil {
 		return err
 	}
 	t.key = k
-	keys := [1]anonElem{{key: k}}
 
 	b := t.b
 	if p := t.pending; p == nil || p.verb != verb || p.set != name || len(b.buf)-p.list > maxElemsBytes {
@@ -309,30 +356,25 @@ func (t *translator) elementCmd(verb string, c *cursor, line string) error {
 		b.attrString(unix.NFTA_SET_ELEM_LIST_SET, name)
 		t.pending = &pendingElems{verb: verb, set: name, msg: m, list: b.beginNest(unix.NFTA_SET_ELEM_LIST_ELEMENTS)}
 	}
-	for i, k := range keys {
-		n := b.beginNest(unix.NFTA_LIST_ELEM)
-		t.elemKey(k.key)
-		if k.flags != 0 {
-			b.attrU32(unix.NFTA_SET_ELEM_FLAGS, k.flags)
+	n := b.beginNest(unix.NFTA_LIST_ELEM)
+	t.elemKey(k)
+	if verb != "delete" {
+		if value.verdict != nil {
+			t.elemVerdict(value.verdict)
+		} else if data != nil {
+			dn := b.beginNest(unix.NFTA_SET_ELEM_DATA)
+			b.attr(unix.NFTA_DATA_VALUE, data)
+			b.endNest(dn)
 		}
-		if verb != "delete" && i == 0 {
-			if verdict != nil {
-				t.elemVerdict(verdict)
-			} else if data != nil {
-				dn := b.beginNest(unix.NFTA_SET_ELEM_DATA)
-				b.attr(unix.NFTA_DATA_VALUE, data)
-				b.endNest(dn)
+		if comment != "" {
+			ud, err := commentUdata(comment)
+			if err != nil {
+				return err
 			}
-			if comment != "" {
-				ud, err := commentUdata(comment)
-				if err != nil {
-					return err
-				}
-				b.attr(unix.NFTA_SET_ELEM_USERDATA, ud)
-			}
+			b.attr(unix.NFTA_SET_ELEM_USERDATA, ud)
 		}
-		b.endNest(n)
 	}
+	b.endNest(n)
 	t.pending.count++
 	return nil
 }

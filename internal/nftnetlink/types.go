@@ -225,18 +225,23 @@ func parseInterval(t dataType, s string) (interval, error) {
 			return interval{}, fmt.Errorf("bad prefix %q", s)
 		}
 		first := p.Masked().Addr().AsSlice()
-		last := append([]byte(nil), first...)
-		for i := range last {
-			bitsBefore := i * 8
-			switch {
-			case bitsBefore >= p.Bits():
-				last[i] = 0xff
-			case bitsBefore+8 > p.Bits():
-				last[i] |= 0xff >> (p.Bits() - bitsBefore)
-			}
-		}
-		return interval{first, last}, nil
+		return interval{first, lastOfPrefix(first, p.Bits())}, nil
 	}
 	b, err := encodeValue(nil, t, s)
 	return interval{b, b}, err
+}
+
+// lastOfPrefix is the last address of the prefix of first (masked) and bits.
+func lastOfPrefix(first []byte, bits int) []byte {
+	last := append([]byte(nil), first...)
+	for i := range last {
+		bitsBefore := i * 8
+		switch {
+		case bitsBefore >= bits:
+			last[i] = 0xff
+		case bitsBefore+8 > bits:
+			last[i] |= 0xff >> (bits - bitsBefore)
+		}
+	}
+	return last
 }

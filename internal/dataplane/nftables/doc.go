@@ -10,6 +10,10 @@
 //     FullSyncPeriod replace the whole table atomically ("add table; delete table;
 //     add table; ..."), which never lists kernel state. Every other Sync writes only
 //     the fragments of the ServicePorts that changed.
+//   - A full sync is written as typed operations (render.FullOps or RefreshOps)
+//     when Config.NFT implements OpsRunner (the netlink writer,
+//     nftnetlink.Executor), one atomic batch with no knftables objects and no
+//     text; otherwise (the nft binary) as one knftables transaction.
 //   - A failed transaction leaves the kernel on the previous whole state (nft
 //     transactions are atomic), is counted in
 //     kubeproxy_sync_proxy_rules_nftables_sync_failures_total, and is returned so the

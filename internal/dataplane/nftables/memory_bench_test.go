@@ -39,8 +39,8 @@ func BenchmarkRetainedMemory10k(b *testing.B) {
 		withModel := liveHeapMB()
 		base := render.RenderBase(&cfg)
 		rs := render.NewState(&base, render.RenderServices(&cfg, collectViews(st)))
-		for piece := range render.FullScript(rs, cfg.Family, fullSyncPieceBytes) {
-			_ = piece
+		for op := range render.FullOps(rs, cfg.Family) {
+			_ = op
 		}
 		withRender := liveHeapMB()
 		modelMB, renderMB = withModel-before, withRender-withModel

@@ -6,7 +6,6 @@ import (
 	"iter"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
@@ -180,17 +180,12 @@ func (p *Proxier) afterSync(ctx context.Context, full bool, changed, deleted []m
 	}
 }
 
-// ScriptRunner is implemented by writers that apply a sequence of nft command texts
-// as one atomic transaction (nftnetlink.Executor): a full sync is then written as
-// render.FullScript's pieces, never as one knftables transaction.
-type ScriptRunner interface {
-	RunScript(ctx context.Context, script iter.Seq[string]) error
+// OpsRunner is implemented by writers that apply a stream of typed operations as
+// one atomic transaction (nftnetlink.Executor): a full sync is then written as
+// render.FullOps, never as a knftables transaction or as text.
+type OpsRunner interface {
+	RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error
 }
-
-// fullSyncPieceBytes is the size of the pieces of a full sync given to a
-// ScriptRunner: nothing is paid per piece at that size, and one piece is all of
-// the full sync's text that exists at a time.
-const fullSyncPieceBytes = 256 << 10
 
 // existingObjects lists the table's chains, sets and maps, for a full sync that
 // refreshes the table in place (keeping session-affinity memory, as upstream). It
@@ -208,25 +203,28 @@ func (p *Proxier) existingObjects(ctx context.Context) *render.Existing {
 }
 
 // fullSyncRunner returns the function that writes the full sync of st, counting
-// its operations into ops (lines of the script when written as one): a refresh of
-// the table holding existing, or its replacement when existing is nil.
+// its operations into ops: a refresh of the table holding existing, or its
+// replacement when existing is nil.
 func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, existing *render.Existing, ops *int) func() error {
-	if sr, ok := p.cfg.NFT.(ScriptRunner); ok {
-		script := render.FullScript(st, p.renderCfg.Family, fullSyncPieceBytes)
+	if runner, ok := p.cfg.NFT.(OpsRunner); ok {
+		stream := render.FullOps(st, p.renderCfg.Family)
 		if existing != nil {
-			script = render.RefreshScript(st, existing, p.renderCfg.Family, fullSyncPieceBytes)
+			stream = render.RefreshOps(st, existing, p.renderCfg.Family)
 		}
 		return func() error {
-			counted := func(yield func(string) bool) {
-				*ops = 0
-				for piece := range script {
-					*ops += strings.Count(piece, "\n")
-					if !yield(piece) {
+			// Counted when an iteration is complete: the runner iterates again,
+			// up to the failing operation, to quote it in an error.
+			counted := func(yield func(nft.Op) bool) {
+				n := 0
+				for op := range stream {
+					n++
+					if !yield(op) {
 						return
 					}
 				}
+				*ops = n
 			}
-			return sr.RunScript(ctx, counted)
+			return runner.RunOps(ctx, counted)
 		}
 	}
 	return func() error {

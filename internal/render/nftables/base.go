@@ -1,10 +1,9 @@
 package nftables
 
 import (
-	"strconv"
-	"strings"
-
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // TableComment is the comment on the kproxy table (upstream's, for drop-in parity).
@@ -14,15 +13,16 @@ const TableComment = "rules for kube-proxy"
 // the dispatch chains, and the shared sets and maps that service fragments fill.
 // cfg must be valid (see Config.Validate).
 func RenderBase(cfg *Config) Fragment {
-	ipX := cfg.ipX()
 	addr := cfg.addrType()
 	var f Fragment
 
 	hooked := func(name string, t knftables.BaseChainType, h knftables.BaseChainHook, p knftables.BaseChainPriority, rules ...Rule) {
 		f.Chains = append(f.Chains, Chain{Name: name, Hook: &BaseChain{Type: t, Hook: h, Priority: p}, Rules: rules})
 	}
-	jump := func(target string) Rule { return Rule{Text: "jump " + target} }
-	newJump := func(target string) Rule { return Rule{Text: "ct state new jump " + target} }
+	jump := func(target string) Rule { return rule(nft.Verdict{Kind: nft.Jump, Chain: target}) }
+	newJump := func(target string) Rule {
+		return rule(nft.Match{Keys: ctStateKey, Value: nft.CtStateNew}, nft.Verdict{Kind: nft.Jump, Chain: target})
+	}
 	regular := func(name string, rules ...Rule) {
 		f.Chains = append(f.Chains, Chain{Name: name, Rules: rules})
 	}
@@ -43,24 +43,28 @@ func RenderBase(cfg *Config) Fragment {
 	hooked(chainNATPostrouting, knftables.NATType, knftables.PostroutingHook, knftables.SNATPriority, jump(chainMasquerading))
 
 	mark := cfg.masqueradeMark()
+	masquerade := nft.Masquerade{FullyRandom: true}
 	regular(chainMasquerading,
-		Rule{Text: "mark and " + mark + " != 0 mark set mark xor " + mark + " masquerade fully-random"},
+		rule(nft.MaskedMatch{Key: nft.Mark, Mask: mark, Neq: true}, nft.MarkSet{Op: nft.BitXor, Value: mark}, masquerade),
 		// Hairpin: a pod reaching itself through a Service must be masqueraded or it
 		// would see its own address as the source and answer itself directly.
-		Rule{Text: "ct status dnat " + ipX + " saddr . " + ipX + " daddr . meta l4proto . th dport @" + setHairpinConnections + " masquerade fully-random"},
+		rule(nft.Match{Keys: ctStatusKey, Value: nft.CtStatusDNAT},
+			nft.Match{Keys: cfg.hairpinKey(), Value: nft.SetRef(setHairpinConnections)}, masquerade),
 	)
 
+	clusterIPs := nft.Match{Keys: cfg.daddr(), Value: nft.SetRef(setClusterIPs)}
 	clusterIPsCheck := []Rule{{
-		Text:    ipX + " daddr @" + setClusterIPs + " reject",
+		Stmts:   []nft.Stmt{clusterIPs, nft.Reject{}},
 		Comment: "Reject traffic to invalid ports of ClusterIPs",
 	}}
 	if len(cfg.ServiceCIDRs) > 0 {
-		cidrs := make([]string, len(cfg.ServiceCIDRs))
+		// A set even for one CIDR, as upstream writes it.
+		cidrs := make(nft.Set, len(cfg.ServiceCIDRs))
 		for i, p := range cfg.ServiceCIDRs {
-			cidrs[i] = p.Masked().String()
+			cidrs[i] = nft.Prefix(p.Masked())
 		}
 		clusterIPsCheck = append(clusterIPsCheck, Rule{
-			Text:    ipX + " daddr { " + strings.Join(cidrs, ", ") + " } drop",
+			Stmts:   []nft.Stmt{nft.Match{Keys: cfg.daddr(), Value: cidrs}, nft.Verdict{Kind: nft.Drop}},
 			Comment: "Drop traffic to unallocated ClusterIPs",
 		})
 	}
@@ -69,49 +73,50 @@ func RenderBase(cfg *Config) Fragment {
 	f.Chains = append(f.Chains, Chain{
 		Name:    chainReject,
 		Comment: "helper for @no-endpoint-services / @no-endpoint-nodeports",
-		Rules:   []Rule{{Text: "reject"}},
+		Rules:   []Rule{rule(nft.Reject{})},
 	})
-	regular(chainServiceEndpointsCheck, Rule{Text: ipX + " daddr . meta l4proto . th dport vmap @" + mapNoEndpointServices})
+	regular(chainServiceEndpointsCheck, rule(nft.VMap{Keys: cfg.dispatchKey(), Map: mapNoEndpointServices}))
 
-	nodePortMatch := ipX + " daddr @" + setNodePortIPs
+	var nodePortMatch nft.Stmt = nft.Match{Keys: cfg.daddr(), Value: nft.SetRef(setNodePortIPs)}
 	if cfg.NodePortAddresses.All {
-		nodePortMatch = cfg.matchNotLocalhost()
+		nodePortMatch = cfg.matchLocalhost(true)
 	}
-	nodePortChecks := []Rule{{Text: nodePortMatch + " meta l4proto . th dport vmap @" + mapNoEndpointNodePorts}}
+	nodePortChecks := []Rule{rule(nodePortMatch, nft.VMap{Keys: portKey, Map: mapNoEndpointNodePorts})}
 	rejected := cfg.LocalhostNodePorts.RejectedProtocols()
 	if len(rejected) > 0 {
 		// Localhost NodePorts of the protocols nothing serves on loopback are
 		// rejected and counted, as upstream (loopback is never DNATed).
-		nodePortChecks = append(nodePortChecks, Rule{Text: cfg.matchLocalhost() + " meta l4proto . th dport vmap @" + mapLocalhostNodePortReject})
+		nodePortChecks = append(nodePortChecks, rule(cfg.matchLocalhost(false), nft.VMap{Keys: portKey, Map: mapLocalhostNodePortReject}))
 		for _, p := range rejected {
 			counter := LocalhostNodePortRejectedCounter(p)
 			f.Counters = append(f.Counters, Counter{Name: counter})
-			regular(localhostNodePortRejectChain(p), Rule{Text: "counter name " + strconv.Quote(counter) + " reject"})
+			regular(localhostNodePortRejectChain(p), rule(nft.Counter{Name: counter}, nft.Reject{}))
 		}
 	}
 	regular(chainNodePortEndpointsChk, nodePortChecks...)
-	regular(chainFirewallCheck, Rule{Text: ipX + " daddr . meta l4proto . th dport vmap @" + mapFirewallIPs})
+	regular(chainFirewallCheck, rule(nft.VMap{Keys: cfg.dispatchKey(), Map: mapFirewallIPs}))
 
 	var services []Rule
 	switch {
 	case cfg.MasqueradeAll:
 		services = append(services, Rule{
-			Text:    ipX + " daddr @" + setClusterIPs + " " + cfg.masqueradeRule(),
+			Stmts:   []nft.Stmt{clusterIPs, cfg.masqueradeRule()},
 			Comment: "masquerade all clusterIP traffic",
 		})
 	case cfg.localDetectorImplemented():
 		// Off-cluster clients may route the service range to any node, which may
 		// then forward to an endpoint elsewhere: masquerade so replies come back.
 		services = append(services, Rule{
-			Text:    ipX + " daddr @" + setClusterIPs + " " + cfg.ifNotLocal() + " " + cfg.masqueradeRule(),
+			Stmts:   []nft.Stmt{clusterIPs, cfg.ifNotLocal(), cfg.masqueradeRule()},
 			Comment: "masquerade clusterIP traffic from outside cluster",
 		})
 	}
-	services = append(services, Rule{Text: ipX + " daddr . meta l4proto . th dport vmap @" + mapServiceIPs})
+	services = append(services, rule(nft.VMap{Keys: cfg.dispatchKey(), Map: mapServiceIPs}))
+	nodePorts := nft.VMap{Keys: portKey, Map: mapServiceNodePorts}
 	if cfg.NodePortAddresses.All {
-		services = append(services, Rule{Text: "fib daddr type local " + cfg.matchNotLocalhost() + " meta l4proto . th dport vmap @" + mapServiceNodePorts})
+		services = append(services, rule(nft.Match{Keys: fibDaddrTypeKey, Value: nft.FibLocal}, nodePortMatch, nodePorts))
 	} else {
-		services = append(services, Rule{Text: nodePortMatch + " meta l4proto . th dport vmap @" + mapServiceNodePorts})
+		services = append(services, rule(nodePortMatch, nodePorts))
 	}
 	regular(chainServices, services...)
 
@@ -144,3 +149,15 @@ func RenderBase(cfg *Config) Fragment {
 	sortFragment(&f)
 	return f
 }
+
+// rule is a rule of stmts without a comment.
+func rule(stmts ...nft.Stmt) Rule { return Rule{Stmts: stmts} }
+
+// One-key selectors, shared by every rule using them.
+var (
+	ctStateKey      = []nft.Key{nft.CtStateKey}
+	ctStatusKey     = []nft.Key{nft.CtStatusKey}
+	fibSaddrTypeKey = []nft.Key{nft.FibSaddrType}
+	fibDaddrTypeKey = []nft.Key{nft.FibDaddrType}
+	l4protoKey      = []nft.Key{nft.L4Proto}
+)

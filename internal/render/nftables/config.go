@@ -3,12 +3,12 @@ package nftables
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // TableName is the nftables table kproxy owns in each family. It is the same name as
@@ -131,12 +131,21 @@ func (c *Config) hasFamily(a netip.Addr) bool {
 	return a.Is4()
 }
 
-// ipX is the nft payload protocol keyword of the family ("ip" or "ip6").
+// ipX is the nft payload protocol keyword of the family ("ip" or "ip6"), as in the
+// typeof of maps.
 func (c *Config) ipX() string {
 	if c.Family == knftables.IPv6Family {
 		return "ip6"
 	}
 	return "ip"
+}
+
+// nftFamily is the family of the typed rules.
+func (c *Config) nftFamily() nft.Family {
+	if c.Family == knftables.IPv6Family {
+		return nft.IPv6
+	}
+	return nft.IPv4
 }
 
 // addrType is the nft data type of an address of the family.
@@ -147,63 +156,95 @@ func (c *Config) addrType() string {
 	return "ipv4_addr"
 }
 
-func (c *Config) masqueradeMark() string {
-	return fmt.Sprintf("%#x", uint32(1)<<uint(c.MasqueradeBit))
-}
+func (c *Config) masqueradeMark() uint32 { return uint32(1) << uint(c.MasqueradeBit) }
 
 // masqueradeRule marks a packet for masquerading in the masquerading chain.
-func (c *Config) masqueradeRule() string {
-	return "mark set mark or " + c.masqueradeMark()
+func (c *Config) masqueradeRule() nft.Stmt {
+	return nft.MarkSet{Op: nft.BitOr, Value: c.masqueradeMark()}
 }
 
-func (c *Config) matchLocalhost() string {
-	if c.Family == knftables.IPv6Family {
-		return "ip6 daddr ::1"
+// matchLocalhost matches loopback destinations ("ip daddr 127.0.0.0/8", "ip6 daddr
+// ::1"); negate matches the others.
+func (c *Config) matchLocalhost(negate bool) nft.Stmt {
+	m := nft.Match{Keys: c.daddr(), Neq: negate, Value: nft.Addr(netip.IPv6Loopback())}
+	if c.Family != knftables.IPv6Family {
+		m.Value = nft.Prefix(netip.MustParsePrefix("127.0.0.0/8"))
 	}
-	return "ip daddr 127.0.0.0/8"
+	return m
 }
 
-func (c *Config) matchNotLocalhost() string {
-	if c.Family == knftables.IPv6Family {
-		return "ip6 daddr != ::1"
+// saddr and daddr are the keys of the family's source and destination addresses;
+// the slices are shared by every rule (rules are immutable).
+func (c *Config) saddr() []nft.Key { return familyKeys[c.nftFamily()].saddr }
+func (c *Config) daddr() []nft.Key { return familyKeys[c.nftFamily()].daddr }
+
+// dispatchKey is "ip daddr . meta l4proto . th dport", the key of the dispatch maps.
+func (c *Config) dispatchKey() []nft.Key { return familyKeys[c.nftFamily()].dispatch }
+
+// hairpinKey is "ip saddr . ip daddr . meta l4proto . th dport".
+func (c *Config) hairpinKey() []nft.Key { return familyKeys[c.nftFamily()].hairpin }
+
+// portKey is "meta l4proto . th dport", the key of the NodePort maps.
+var portKey = []nft.Key{nft.L4Proto, nft.THDport}
+
+type keysOfFamily struct{ saddr, daddr, dispatch, hairpin []nft.Key }
+
+var familyKeys = map[nft.Family]keysOfFamily{nft.IPv4: newKeysOfFamily(nft.IPv4), nft.IPv6: newKeysOfFamily(nft.IPv6)}
+
+func newKeysOfFamily(f nft.Family) keysOfFamily {
+	s, d := nft.Saddr(f), nft.Daddr(f)
+	return keysOfFamily{
+		saddr:    []nft.Key{s},
+		daddr:    []nft.Key{d},
+		dispatch: []nft.Key{d, nft.L4Proto, nft.THDport},
+		hairpin:  []nft.Key{s, d, nft.L4Proto, nft.THDport},
 	}
-	return "ip daddr != 127.0.0.0/8"
 }
 
 // localDetectorImplemented reports whether traffic from local pods can be recognized.
 func (c *Config) localDetectorImplemented() bool { return c.LocalDetector.Implemented() }
 
-// ifLocal returns the match for traffic from a local pod ("" when not implemented).
-func (c *Config) ifLocal() string { return c.localMatch(false) }
+// ifLocal returns the match for traffic from a local pod (nil when not implemented).
+func (c *Config) ifLocal() nft.Stmt { return c.localMatch(false) }
 
 // ifNotLocal returns the match for traffic not from a local pod.
-func (c *Config) ifNotLocal() string { return c.localMatch(true) }
+func (c *Config) ifNotLocal() nft.Stmt { return c.localMatch(true) }
 
-func (c *Config) localMatch(negate bool) string {
-	op := ""
-	if negate {
-		op = "!= "
-	}
+func (c *Config) localMatch(negate bool) nft.Stmt {
 	d := c.LocalDetector
 	switch d.Mode {
 	case model.DetectClusterCIDR, model.DetectNodeCIDR:
-		return c.ipX() + " saddr " + op + prefixSet(d.CIDRs)
+		return nft.Match{Keys: c.saddr(), Neq: negate, Value: prefixSet(d.CIDRs)}
 	case model.DetectBridgeInterface:
-		return "iifname " + op + d.BridgeInterface
+		return nft.Match{Keys: []nft.Key{nft.IIFName}, Neq: negate, Value: nft.Ifname{Name: d.BridgeInterface}}
 	case model.DetectInterfaceNamePrefix:
-		return "iifname " + op + d.InterfaceNamePrefix + "*"
+		return nft.Match{Keys: []nft.Key{nft.IIFName}, Neq: negate, Value: nft.Ifname{Name: d.InterfaceNamePrefix, Wildcard: true}}
 	}
-	return ""
+	return nil
 }
 
-// prefixSet renders one prefix bare, several as an anonymous set.
-func prefixSet(prefixes []netip.Prefix) string {
+// prefixSet is one prefix bare, several an anonymous set.
+func prefixSet(prefixes []netip.Prefix) nft.Value {
 	if len(prefixes) == 1 {
-		return prefixes[0].Masked().String()
+		return nft.Prefix(prefixes[0].Masked())
 	}
-	parts := make([]string, len(prefixes))
+	set := make(nft.Set, len(prefixes))
 	for i, p := range prefixes {
-		parts[i] = p.Masked().String()
+		set[i] = nft.Prefix(p.Masked())
 	}
-	return "{ " + strings.Join(parts, ", ") + " }"
+	return set
+}
+
+// protocol is the nft protocol of a Service protocol; ok is false for protocols
+// other than TCP, UDP and SCTP (the only ones the API server admits).
+func protocol(p v1.Protocol) (proto nft.Proto, ok bool) {
+	switch p {
+	case v1.ProtocolTCP:
+		return nft.TCP, true
+	case v1.ProtocolUDP:
+		return nft.UDP, true
+	case v1.ProtocolSCTP:
+		return nft.SCTP, true
+	}
+	return 0, false
 }

@@ -13,7 +13,8 @@
 //	NewState(base, services) *State           what a full sync programs
 //	WriteRefresh(tx, state, existing)         full sync keeping the table (and affinity)
 //	WriteFull(tx, state)                      full sync replacing the table
-//	RefreshScript / FullScript                the same, as nft text in pieces
+//	RefreshOps / FullOps                      the same, as typed operations (nft.Op)
+//	RefreshScript / FullScript                the same, as nft text in pieces (printed ops)
 //	state.Plan(tx, base, updates, opts) *Plan delta for changed fragments only
 //	state.Commit(plan)                        after the transaction succeeded
 //	state.DeleteStaleChains(tx, chains) int   with PlanOptions.DeferChainDeletes
@@ -28,10 +29,14 @@
 //	otherwise, with the ServicePorts that changed (nil fragment = deleted):
 //	    plan := applied.Plan(tx, nil /* or &newBase */, updates, opts); run; applied.Commit(plan)
 //
-// A Fragment is a plain, sorted, immutable description (chains with rule texts, sets
-// and maps, elements of named sets and maps). Rendering the same input twice gives
-// equal Fragments, so callers may re-render everything and still program nothing
-// when nothing changed; Plan costs O(size of the changed fragments).
+// A Fragment is a plain, sorted, immutable description (chains with typed rules,
+// sets and maps, elements of named sets and maps). Rules are internal/nft values
+// (Rule is nft.Rule): the renderer builds statements, never text, and the knftables
+// conversions and FullScript print them with internal/nft's printer, so the text is
+// written in one place and a netlink writer can encode the same values directly.
+// Rendering the same input twice gives equal Fragments, so callers may re-render
+// everything and still program nothing when nothing changed; Plan costs O(size of
+// the changed fragments).
 //
 // # Behaviour
 //

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // Endpoint selection without session affinity goes through shared data maps, so that
@@ -55,26 +56,27 @@ type frontends struct {
 
 // endpointMaps renders the endpoint selection of a policy chain without session
 // affinity: its rules, its maps and their elements.
-func (r *serviceRenderer) endpointMaps(chain string, local bool, proto string, fe frontends, eps []*model.Endpoint) {
+func (r *serviceRenderer) endpointMaps(chain string, local bool, proto string, nproto nft.Proto, fe frontends, eps []*model.Endpoint) {
 	ipX := r.cfg.ipX()
 	suffix := proto + "-" + endpointShard(&r.sp.Name)
 	addrMap, portMap := prefixClusterEndpoints+suffix, prefixClusterNodePortEndpoints+suffix
 	if local {
 		addrMap, portMap = prefixLocalEndpoints+suffix, prefixLocalNodePortEndpoints+suffix
 	}
-	n := strconv.Itoa(len(eps))
 	dport := proto + " dport"
 	value := ipX + " daddr . " + dport
+	dportKey, _ := nft.Dport(nproto)
+	slot := nft.Numgen(uint32(len(eps)))
 	var rules []Rule
 	if len(fe.addrs) > 0 || fe.nodePort == "" {
 		r.f.Containers = append(r.f.Containers, Container{Name: addrMap, IsMap: true,
 			TypeOf: ipX + " daddr . " + dport + " . numgen random mod 1 : " + value})
-		rules = append(rules, Rule{Text: "dnat " + ipX + " addr . port to " + ipX + " daddr . " + dport + " . numgen random mod " + n + " map @" + addrMap})
+		rules = append(rules, rule(nft.DNATMap{Family: r.cfg.nftFamily(), Keys: []nft.Key{nft.Daddr(r.cfg.nftFamily()), dportKey, slot}, Map: addrMap}))
 	}
 	if fe.nodePort != "" {
 		r.f.Containers = append(r.f.Containers, Container{Name: portMap, IsMap: true,
 			TypeOf: dport + " . numgen random mod 1 : " + value})
-		rules = append(rules, Rule{Text: "dnat " + ipX + " addr . port to " + dport + " . numgen random mod " + n + " map @" + portMap})
+		rules = append(rules, rule(nft.DNATMap{Family: r.cfg.nftFamily(), Keys: []nft.Key{dportKey, slot}, Map: portMap}))
 	}
 	for i, ep := range eps {
 		slot := " . " + strconv.Itoa(i)

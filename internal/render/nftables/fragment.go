@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // Fragment is a plain description of part of the kproxy table: the chains it owns
@@ -44,11 +46,9 @@ type BaseChain struct {
 	Priority knftables.BaseChainPriority
 }
 
-// Rule is one rule text (as accepted after "add rule <family> <table> <chain>").
-type Rule struct {
-	Text    string
-	Comment string
-}
+// Rule is one rule, typed (see internal/nft): its statements and comment. Its text
+// (nft.Rule.AppendText) is what follows "add rule <family> <table> <chain>".
+type Rule = nft.Rule
 
 // Container is a named set or map owned by a fragment.
 type Container struct {
@@ -95,7 +95,7 @@ func (f *Fragment) Equal(g *Fragment) bool {
 }
 
 func equalChain(a, b *Chain) bool {
-	return a.Name == b.Name && a.Comment == b.Comment && equalHook(a.Hook, b.Hook) && slices.Equal(a.Rules, b.Rules)
+	return a.Name == b.Name && a.Comment == b.Comment && equalHook(a.Hook, b.Hook) && slices.EqualFunc(a.Rules, b.Rules, func(x, y Rule) bool { return x.Equal(&y) })
 }
 
 func equalHook(a, b *BaseChain) bool {
@@ -133,8 +133,8 @@ func (c *Chain) object() *knftables.Chain {
 	return ch
 }
 
-func (r *Rule) object(chain string) *knftables.Rule {
-	rule := &knftables.Rule{Chain: chain, Rule: r.Text}
+func ruleObject(chain string, r *Rule) *knftables.Rule {
+	rule := &knftables.Rule{Chain: chain, Rule: r.Statements()}
 	if r.Comment != "" {
 		rule.Comment = knftables.PtrTo(r.Comment)
 	}

@@ -43,7 +43,7 @@ func (s *State) writeFull(tx *knftables.Transaction, existing *Existing) {
 		case opAddContainer:
 			tx.Add(op.container.addObject())
 		case opAddRule:
-			tx.Add(op.rule.object(op.chain.Name))
+			tx.Add(ruleObject(op.chain.Name, op.rule))
 		case opAddElement:
 			tx.Add(elementObject(op.id, op.claim))
 		case opFlushChain:

@@ -166,7 +166,7 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 			tx.Flush(&knftables.Chain{Name: c.Name})
 		}
 		for i := range c.Rules {
-			tx.Add(c.Rules[i].object(c.Name))
+			tx.Add(ruleObject(c.Name, &c.Rules[i]))
 		}
 	}
 

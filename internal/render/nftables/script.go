@@ -3,142 +3,127 @@ package nftables
 import (
 	"iter"
 	"strconv"
-	"strings"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
-// FullScript yields the full sync of s (WriteFull's transaction) as nft command
-// text, in pieces of about partBytes that end at a line break, for a writer that
-// applies a sequence of texts as one transaction (nftnetlink.Executor.RunScript).
-// The concatenated pieces are byte for byte the text knftables writes for
-// WriteFull's transaction (tx.String(): the executor's contract with knftables),
-// but written directly: a full sync at 10,000 Services is ~140,000 operations, and
-// building a knftables object for each, then formatting it with fmt, costs more
-// than translating the text to netlink; and only one piece exists at a time.
-// Every iteration yields the same pieces.
-func FullScript(s *State, family knftables.Family, partBytes int) iter.Seq[string] {
-	return s.script(nil, family, partBytes)
-}
+// FullOps yields the full sync of s (WriteFull's transaction) as typed operations,
+// for a writer that encodes them directly (nftnetlink.Executor.RunOps): at 10,000
+// Services a full sync is ~140,000 operations, and building a knftables object for
+// each, or its text, costs more than encoding it. Every iteration yields the same
+// operations.
+func FullOps(s *State, family knftables.Family) iter.Seq[nft.Op] { return s.ops(nil, family) }
 
-// RefreshScript is FullScript for WriteRefresh's transaction: the table, which
-// holds existing, is kept, and so is session-affinity memory.
-func RefreshScript(s *State, existing *Existing, family knftables.Family, partBytes int) iter.Seq[string] {
+// RefreshOps is FullOps for WriteRefresh's transaction: the table, which holds
+// existing, is kept, and so is session-affinity memory.
+func RefreshOps(s *State, existing *Existing, family knftables.Family) iter.Seq[nft.Op] {
 	if existing == nil {
 		existing = &Existing{}
 	}
-	return s.script(existing, family, partBytes)
+	return s.ops(existing, family)
 }
 
-func (s *State) script(existing *Existing, family knftables.Family, partBytes int) iter.Seq[string] {
+// FullScript yields FullOps as nft command text (nft.Op.AppendText), in pieces of
+// about partBytes that end at a line break, for a writer that applies a sequence
+// of texts as one transaction (nftnetlink.Executor.RunScript). The concatenated
+// pieces are byte for byte the text knftables writes for WriteFull's transaction
+// (tx.String(): the executor's contract with knftables;
+// TestFullScriptIsWriteFullText holds the two together), and only one piece
+// exists at a time. Every iteration yields the same pieces.
+func FullScript(s *State, family knftables.Family, partBytes int) iter.Seq[string] {
+	return script(s.ops(nil, family), family, partBytes)
+}
+
+// RefreshScript is FullScript for WriteRefresh's transaction.
+func RefreshScript(s *State, existing *Existing, family knftables.Family, partBytes int) iter.Seq[string] {
+	return script(RefreshOps(s, existing, family), family, partBytes)
+}
+
+func script(ops iter.Seq[nft.Op], family knftables.Family, partBytes int) iter.Seq[string] {
+	f := nftFamily(family)
 	return func(yield func(string) bool) {
-		w := scriptWriter{prefix: " " + string(family) + " " + TableName + " ", fake: knftables.NewFake(family, TableName)}
-		w.buf.Grow(partBytes + partBytes/8)
+		buf := make([]byte, 0, partBytes+partBytes/8)
+		for op := range ops {
+			buf = op.AppendText(buf, f, TableName)
+			if len(buf) >= partBytes {
+				if !yield(string(buf)) {
+					return
+				}
+				buf = buf[:0]
+			}
+		}
+		if len(buf) > 0 {
+			yield(string(buf))
+		}
+	}
+}
+
+func (s *State) ops(existing *Existing, family knftables.Family) iter.Seq[nft.Op] {
+	return func(yield func(nft.Op) bool) {
 		stopped := false
 		s.fullOps(existing, func(op fullOp) {
-			if stopped {
-				return
-			}
-			w.write(op)
-			if w.buf.Len() >= partBytes {
-				stopped = !yield(w.buf.String())
-				w.buf = strings.Builder{}
-				w.buf.Grow(partBytes + partBytes/8)
+			if !stopped {
+				stopped = !yield(op.nftOp(family))
 			}
 		})
-		if !stopped && w.buf.Len() > 0 {
-			yield(w.buf.String())
-		}
 	}
 }
 
-// scriptWriter writes operations as knftables' writeOperation does (objects.go in
-// sigs.k8s.io/knftables); TestFullScriptIsWriteFullText holds the two together.
-type scriptWriter struct {
-	buf    strings.Builder
-	prefix string // " ip kube-proxy "
-	// fake only makes transactions (with the family and table) to format objects.
-	fake *knftables.Fake
+func nftFamily(f knftables.Family) nft.Family {
+	if f == knftables.IPv6Family {
+		return nft.IPv6
+	}
+	return nft.IPv4
 }
 
-func (w *scriptWriter) write(op fullOp) {
+// nftOp is op as a typed operation.
+func (op *fullOp) nftOp(family knftables.Family) nft.Op {
 	switch op.kind {
-	case opAddRule:
-		w.command("add rule", op.chain.Name)
-		w.buf.WriteByte(' ')
-		w.buf.WriteString(op.rule.Text)
-		w.comment(op.rule.Comment)
-		w.buf.WriteByte('\n')
-	case opAddElement:
-		w.command("add element", op.id.container)
-		w.buf.WriteString(" { ")
-		w.buf.WriteString(op.id.key)
-		w.comment(op.claim.comment)
-		if op.claim.value != "" {
-			w.buf.WriteString(" : ")
-			w.buf.WriteString(op.claim.value)
-		}
-		w.buf.WriteString(" }\n")
-	case opAddChain:
-		if c := op.chain; c.Hook == nil && c.Comment == "" {
-			w.line("add chain", c.Name)
-			return
-		}
-		w.knftables(func(tx *knftables.Transaction) { tx.Add(op.chain.object()) })
-	case opAddContainer:
-		w.knftables(func(tx *knftables.Transaction) { tx.Add(op.container.addObject()) })
 	case opAddTable:
-		w.knftables(func(tx *knftables.Transaction) { tx.Add(tableObject()) })
+		return nft.Op{Kind: nft.AddTable, Comment: TableComment}
 	case opDeleteTable:
-		w.knftables(func(tx *knftables.Transaction) { tx.Delete(&knftables.Table{}) })
+		return nft.Op{Kind: nft.DeleteTable}
+	case opAddChain:
+		c := op.chain
+		return nft.Op{Kind: nft.AddChain, Name: c.Name, Comment: c.Comment, Hook: c.Hook.nftHook(family)}
+	case opAddContainer:
+		c := op.container
+		o := nft.Op{Kind: nft.AddSet, Name: c.Name, IsMap: c.IsMap, Type: c.Type, TypeOf: c.TypeOf, Comment: c.Comment}
+		if !c.IsMap {
+			o.Timeout = c.Timeout
+		}
+		return o
+	case opAddRule:
+		return nft.Op{Kind: nft.AddRule, Name: op.chain.Name, Rule: op.rule}
+	case opAddElement:
+		return nft.Op{Kind: nft.AddElement, Name: op.id.container, IsMap: op.claim.value != "",
+			Key: op.id.key, Value: op.claim.value, Comment: op.claim.comment}
 	case opFlushChain:
-		w.line("flush chain", op.name)
+		return nft.Op{Kind: nft.FlushChain, Name: op.name}
 	case opDeleteChain:
-		w.line("delete chain", op.name)
+		return nft.Op{Kind: nft.DeleteChain, Name: op.name}
 	case opFlushContainer:
-		w.line(containerVerb("flush", op.isMap), op.name)
+		return nft.Op{Kind: nft.FlushSet, Name: op.name, IsMap: op.isMap}
 	case opDeleteContainer:
-		w.line(containerVerb("delete", op.isMap), op.name)
+		return nft.Op{Kind: nft.DeleteSet, Name: op.name, IsMap: op.isMap}
 	case opAddCounter:
-		w.line("add counter", op.counter.Name)
-	case opDeleteCounter:
-		w.line("delete counter", op.name)
+		return nft.Op{Kind: nft.AddCounter, Name: op.counter.Name}
 	}
+	return nft.Op{Kind: nft.DeleteCounter, Name: op.name}
 }
 
-// command writes the start of a command on the object name, e.g. "add rule ip
-// kube-proxy services".
-func (w *scriptWriter) command(command, name string) {
-	w.buf.WriteString(command)
-	w.buf.WriteString(w.prefix)
-	w.buf.WriteString(name)
-}
-
-// line writes a whole command on the object name, e.g. "flush chain ip kube-proxy x".
-func (w *scriptWriter) line(command, name string) {
-	w.command(command, name)
-	w.buf.WriteByte('\n')
-}
-
-// comment writes ` comment "text"` unless text is empty.
-func (w *scriptWriter) comment(text string) {
-	if text != "" {
-		w.buf.WriteString(" comment ")
-		w.buf.WriteString(strconv.Quote(text))
+// nftHook is h as nft names it (nil for a regular chain). The priority is a number
+// when knftables can compute it, as knftables writes it (older nft binaries do not
+// accept every named priority with every hook).
+func (h *BaseChain) nftHook(family knftables.Family) *nft.Hook {
+	if h == nil {
+		return nil
 	}
-}
-
-func containerVerb(verb string, isMap bool) string {
-	if isMap {
-		return verb + " map"
+	prio := string(h.Priority)
+	if n, err := knftables.ParsePriority(family, prio); err == nil {
+		prio = strconv.Itoa(n)
 	}
-	return verb + " set"
-}
-
-// knftables writes the few objects with options (base chains, sets and maps, the
-// table) through knftables itself.
-func (w *scriptWriter) knftables(add func(*knftables.Transaction)) {
-	tx := w.fake.NewTransaction()
-	add(tx)
-	w.buf.WriteString(tx.String())
+	return &nft.Hook{Type: string(h.Type), Hook: string(h.Hook), Priority: prio}
 }

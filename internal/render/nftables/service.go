@@ -10,13 +10,15 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // RenderService renders one ServicePort: its chains (policy chains selecting an
 // endpoint, the external-traffic chain, the firewall chain, per-endpoint chains when
 // session affinity is on), its affinity sets, and the elements it adds to the shared
 // dispatch sets and maps. It replicates upstream kube-proxy's nftables semantics.
-// Endpoints of another family than cfg.Family are ignored.
+// Endpoints of another family than cfg.Family are ignored, and so is a ServicePort
+// of another protocol than TCP, UDP and SCTP (the API server admits no other).
 func RenderService(cfg *Config, v *model.ServicePortView) Fragment {
 	r := serviceRenderer{cfg: cfg, v: v, sp: v.ServicePort, names: namesFor(&v.ServicePort.Name)}
 	r.render()
@@ -56,12 +58,12 @@ func (r *serviceRenderer) chain(name string, rules ...Rule) {
 
 func (r *serviceRenderer) render() {
 	cfg, sp, v := r.cfg, r.sp, r.v
-	if !sp.ClusterIP.IsValid() || !cfg.hasFamily(sp.ClusterIP) {
+	nproto, known := protocol(sp.Protocol)
+	if !sp.ClusterIP.IsValid() || !cfg.hasFamily(sp.ClusterIP) || !known {
 		return
 	}
 	proto := strings.ToLower(string(sp.Protocol))
 	port := strconv.Itoa(int(sp.Port))
-	ipX := cfg.ipX()
 
 	clusterEps := r.familyEndpoints(v.ClusterEndpoints)
 	localEps := r.familyEndpoints(v.LocalEndpoints)
@@ -148,10 +150,10 @@ func (r *serviceRenderer) render() {
 
 	if affinity || !cfg.EndpointMaps {
 		if usesClusterChain {
-			r.policyChain(r.names.clusterPolicy, clusterEps, proto, ipX, affinity)
+			r.policyChain(r.names.clusterPolicy, clusterEps, nproto, affinity)
 		}
 		if usesLocalChain {
-			r.policyChain(r.names.localPolicy, localEps, proto, ipX, affinity)
+			r.policyChain(r.names.localPolicy, localEps, nproto, affinity)
 		}
 	} else {
 		// The frontends through which each policy chain is reached: the ClusterIP
@@ -178,7 +180,7 @@ func (r *serviceRenderer) render() {
 				fe.addrs = append(fe.addrs, externalKeys...)
 				fe.nodePort = nodePort
 			}
-			r.endpointMaps(r.names.clusterPolicy, false, proto, fe, clusterEps)
+			r.endpointMaps(r.names.clusterPolicy, false, proto, nproto, fe, clusterEps)
 		}
 		if usesLocalChain {
 			var fe frontends
@@ -189,7 +191,7 @@ func (r *serviceRenderer) render() {
 				fe.addrs = append(fe.addrs, externalKeys...)
 				fe.nodePort = nodePort
 			}
-			r.endpointMaps(r.names.localPolicy, true, proto, fe, localEps)
+			r.endpointMaps(r.names.localPolicy, true, proto, nproto, fe, localEps)
 		}
 	}
 	if affinity {
@@ -214,8 +216,8 @@ func (r *serviceRenderer) render() {
 			set := affinitySetName(&sp.Name, ap, sp.StickyMaxAgeSeconds)
 			r.f.Containers = append(r.f.Containers, Container{Name: set, Type: cfg.addrType(), Timeout: timeout})
 			r.chain(prefixEndpoint+base,
-				Rule{Text: "update @" + set + " { " + ipX + " saddr }"},
-				Rule{Text: "meta l4proto " + proto + " dnat to " + ap.String()},
+				rule(nft.Update{Set: set, Keys: cfg.saddr()}),
+				rule(protoMatch(nproto), nft.DNAT{To: ap}),
 			)
 		}
 	}
@@ -235,20 +237,21 @@ func (r *serviceRenderer) familyPrefixes(in []netip.Prefix) []netip.Prefix {
 // holds the node's IP, the VIPs themselves are allowed as sources: a VIP configured
 // as a local address makes node-originated traffic to it carry the VIP as source.
 func (r *serviceRenderer) firewall(lbVIPs []netip.Addr, ranges []netip.Prefix) {
-	sources := make([]string, 0, len(ranges)+len(lbVIPs))
+	sources := make(nft.Set, 0, len(ranges)+len(lbVIPs))
 	allowFromNode := false
 	for _, p := range ranges {
-		sources = append(sources, p.Masked().String())
+		sources = append(sources, nft.Prefix(p.Masked()))
 		if r.cfg.NodeIP.IsValid() && p.Contains(r.cfg.NodeIP) {
 			allowFromNode = true
 		}
 	}
 	if allowFromNode {
 		for _, ip := range lbVIPs {
-			sources = append(sources, ip.String())
+			sources = append(sources, nft.Addr(ip))
 		}
 	}
-	r.chain(r.names.firewall, Rule{Text: r.cfg.ipX() + " saddr != { " + strings.Join(sources, ", ") + " } drop"})
+	// A set even for one range, as upstream writes it.
+	r.chain(r.names.firewall, rule(nft.Match{Keys: r.cfg.saddr(), Neq: true, Value: sources}, nft.Verdict{Kind: nft.Drop}))
 }
 
 // externalChain handles traffic to NodePorts, externalIPs and LB VIPs before the
@@ -259,22 +262,24 @@ func (r *serviceRenderer) externalChain(rt *model.Routing, externalPolicyChain s
 	var rules []Rule
 	if rt.MasqueradeExternal {
 		// Endpoints may be on other nodes: masquerade so replies come back here.
-		rules = append(rules, Rule{Text: cfg.masqueradeRule(), Comment: "masquerade"})
+		rules = append(rules, Rule{Stmts: []nft.Stmt{cfg.masqueradeRule()}, Comment: "masquerade"})
 	} else if rt.ShortCircuitLocal {
+		toCluster := nft.Verdict{Kind: nft.Goto, Chain: r.names.clusterPolicy}
 		if cfg.localDetectorImplemented() {
 			// Pod -> external IP traffic skips the traffic policy, as if it went
 			// out to the load balancer and came back.
-			rules = append(rules, Rule{Text: cfg.ifLocal() + " goto " + r.names.clusterPolicy, Comment: "short-circuit pod traffic"})
+			rules = append(rules, Rule{Stmts: []nft.Stmt{cfg.ifLocal(), toCluster}, Comment: "short-circuit pod traffic"})
 		}
 		// Node-originated traffic picks a local (often the VIP) source address, so
 		// it must be masqueraded, and it also bypasses the traffic policy.
+		fromNode := nft.Match{Keys: fibSaddrTypeKey, Value: nft.FibLocal}
 		rules = append(rules,
-			Rule{Text: "fib saddr type local " + cfg.masqueradeRule(), Comment: "masquerade local traffic"},
-			Rule{Text: "fib saddr type local goto " + r.names.clusterPolicy, Comment: "short-circuit local traffic"},
+			Rule{Stmts: []nft.Stmt{fromNode, cfg.masqueradeRule()}, Comment: "masquerade local traffic"},
+			Rule{Stmts: []nft.Stmt{fromNode, toCluster}, Comment: "short-circuit local traffic"},
 		)
 	}
 	if rt.ExternalServed {
-		rules = append(rules, Rule{Text: "goto " + externalPolicyChain})
+		rules = append(rules, rule(nft.Verdict{Kind: nft.Goto, Chain: externalPolicyChain}))
 	}
 	r.chain(r.names.external, rules...)
 }
@@ -291,50 +296,109 @@ func (r *serviceRenderer) externalChain(rt *model.Routing, externalPolicyChain s
 // endpointMaps); with affinity each endpoint has a chain recording the client in its
 // affinity set, clients found in a set go back to that endpoint, and the others are
 // spread at random.
-func (r *serviceRenderer) policyChain(name string, eps []*model.Endpoint, proto, ipX string, affinity bool) {
-	targets := make([]string, len(eps))
-	rules := make([]Rule, 0, 2*len(eps)+1)
-	for i, ep := range eps {
-		if affinity {
-			base := endpointNameBase(&r.sp.Name, ep.AddrPort())
+func (r *serviceRenderer) policyChain(name string, eps []*model.Endpoint, proto nft.Proto, affinity bool) {
+	n := len(eps)
+	// A rule per endpoint (up to 3 statements) or one map; with affinity, first a
+	// rule per endpoint recognizing its clients.
+	rulesCap, stmtsCap := n+1, 3*n+2
+	if affinity {
+		rulesCap, stmtsCap = 2*n+1, 4*n+2
+	}
+	b := ruleBuf{rules: make([]Rule, 0, rulesCap), stmts: make([]nft.Stmt, 0, stmtsCap)}
+	var chains []string // with affinity, the endpoint chains
+	if affinity {
+		chains = make([]string, n)
+		for i, ep := range eps {
 			set := affinitySetName(&r.sp.Name, ep.AddrPort(), r.sp.StickyMaxAgeSeconds)
-			rules = append(rules, Rule{Text: ipX + " saddr @" + set + " goto " + prefixEndpoint + base})
-			targets[i] = "goto " + prefixEndpoint + base
-		} else {
-			targets[i] = "meta l4proto " + proto + " dnat to " + ep.AddrPort().String()
+			chains[i] = prefixEndpoint + endpointNameBase(&r.sp.Name, ep.AddrPort())
+			b.add(nft.Match{Keys: r.cfg.saddr(), Value: nft.SetRef(set)}, nft.Verdict{Kind: nft.Goto, Chain: chains[i]})
 		}
 	}
-	n := len(eps)
+	isProto := protoMatch(proto)
 	if n <= r.cfg.endpointRulesMax() {
-		for i, target := range targets {
+		for i, ep := range eps {
+			var pick nft.Stmt
 			if i < n-1 {
-				target = "numgen random mod " + strconv.Itoa(n-i) + " 0 " + target
+				pick = numgenPick(n - i)
 			}
-			rules = append(rules, Rule{Text: target})
+			switch {
+			case affinity && pick != nil:
+				b.add(pick, nft.Verdict{Kind: nft.Goto, Chain: chains[i]})
+			case affinity:
+				b.add(nft.Verdict{Kind: nft.Goto, Chain: chains[i]})
+			case pick != nil:
+				b.add(pick, isProto, nft.DNAT{To: ep.AddrPort()})
+			default:
+				b.add(isProto, nft.DNAT{To: ep.AddrPort()})
+			}
 		}
-		r.chain(name, rules...)
+		r.chain(name, b.rules...)
 		return
 	}
-	var b strings.Builder
+	key := []nft.Key{nft.Numgen(uint32(n))}
 	if affinity {
-		b.WriteString("numgen random mod " + strconv.Itoa(n) + " vmap { ")
-	} else {
-		b.WriteString("meta l4proto " + proto + " dnat " + ipX + " addr . port to numgen random mod " + strconv.Itoa(n) + " map { ")
+		elems := make([]nft.VMapElem, n)
+		for i, c := range chains {
+			elems[i] = nft.VMapElem{Key: uint32(i), Verdict: nft.Verdict{Kind: nft.Goto, Chain: c}}
+		}
+		b.add(nft.VMap{Keys: key, Elems: elems})
+		r.chain(name, b.rules...)
+		return
 	}
+	elems := make([]nft.DNATElem, n)
 	for i, ep := range eps {
-		if i > 0 {
-			// " , " rather than ", ": a chain name must stand alone as a word.
-			b.WriteString(" , ")
-		}
-		if affinity {
-			b.WriteString(strconv.Itoa(i) + " : " + targets[i])
-		} else {
-			b.WriteString(strconv.Itoa(i) + " : " + ep.IP.String() + " . " + strconv.Itoa(int(ep.Port)))
-		}
+		elems[i] = nft.DNATElem{Key: uint32(i), To: ep.AddrPort()}
 	}
-	b.WriteString(" }")
-	r.chain(name, append(rules, Rule{Text: b.String()})...)
+	b.add(isProto, nft.DNATMap{Family: r.cfg.nftFamily(), Keys: key, Elems: elems})
+	r.chain(name, b.rules...)
 }
+
+// ruleBuf builds rules whose statements share one backing array: a policy chain
+// has a rule per endpoint, and one allocation per rule would be most of the
+// renderer's (rules are immutable, so sharing is safe).
+type ruleBuf struct {
+	rules []Rule
+	stmts []nft.Stmt
+}
+
+func (b *ruleBuf) add(stmts ...nft.Stmt) {
+	start := len(b.stmts)
+	b.stmts = append(b.stmts, stmts...)
+	b.rules = append(b.rules, Rule{Stmts: b.stmts[start:len(b.stmts):len(b.stmts)]})
+}
+
+// Statements shared by every policy chain, built once: "numgen random mod N 0"
+// for the N up to DefaultEndpointRulesMax, "meta l4proto P" for the protocols.
+var (
+	numgenPicks = func() []nft.Stmt {
+		picks := make([]nft.Stmt, DefaultEndpointRulesMax+1)
+		for n := 1; n < len(picks); n++ {
+			picks[n] = newNumgenPick(n)
+		}
+		return picks
+	}()
+	protoMatches = map[nft.Proto]nft.Stmt{nft.TCP: newProtoMatch(nft.TCP), nft.UDP: newProtoMatch(nft.UDP), nft.SCTP: newProtoMatch(nft.SCTP)}
+)
+
+func numgenPick(n int) nft.Stmt {
+	if n < len(numgenPicks) {
+		return numgenPicks[n]
+	}
+	return newNumgenPick(n)
+}
+
+func newNumgenPick(n int) nft.Stmt {
+	return nft.Match{Keys: []nft.Key{nft.Numgen(uint32(n))}, Value: nft.Num(0)}
+}
+
+func protoMatch(p nft.Proto) nft.Stmt {
+	if m, ok := protoMatches[p]; ok {
+		return m
+	}
+	return newProtoMatch(p)
+}
+
+func newProtoMatch(p nft.Proto) nft.Stmt { return nft.Match{Keys: l4protoKey, Value: p} }
 
 // truncateComment keeps a comment within nftables' limit; comments are cosmetic.
 func truncateComment(s string) string {

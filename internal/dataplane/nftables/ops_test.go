@@ -11,25 +11,30 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
+	"github.com/kproxy/kproxy/internal/nft"
+	"github.com/kproxy/kproxy/internal/nftnetlink"
+	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
-// scriptNFT is a writer that applies a full sync given as a script (as
-// nftnetlink.Executor.RunScript does in one batch), line after line on the Fake;
-// asked to fail, it fails the whole call without applying anything.
-type scriptNFT struct {
+// opsNFT is a writer that applies a full sync given as typed operations (as
+// nftnetlink.Executor.RunOps does in one batch), printed and applied line after
+// line on the Fake; asked to fail, it fails the whole call without applying
+// anything.
+type opsNFT struct {
 	*recordingNFT
-	calls  int
-	pieces []int // sizes in bytes
+	calls int
+	ops   int // operations of the last call
 	// failures is the number of next calls to fail.
 	failures int
 }
 
-func (s *scriptNFT) RunScript(ctx context.Context, script iter.Seq[string]) error {
+func (s *opsNFT) RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error {
 	s.calls++
-	var text strings.Builder
-	for piece := range script {
-		s.pieces = append(s.pieces, len(piece))
-		text.WriteString(piece)
+	s.ops = 0
+	var text []byte
+	for op := range ops {
+		s.ops++
+		text = op.AppendText(text, nft.IPv4, render.TableName)
 	}
 	if s.failures > 0 {
 		s.failures--
@@ -37,7 +42,7 @@ func (s *scriptNFT) RunScript(ctx context.Context, script iter.Seq[string]) erro
 	}
 	s.recordingNFT.mu.Lock()
 	defer s.recordingNFT.mu.Unlock()
-	return applyScript(ctx, s.recordingNFT.Fake, text.String())
+	return applyScript(ctx, s.recordingNFT.Fake, string(text))
 }
 
 // applyScript runs nft command lines on fake, in order: "add" lines through
@@ -96,16 +101,15 @@ func applyScript(ctx context.Context, fake *knftables.Fake, text string) error {
 	return applyAdds()
 }
 
-// TestFullSyncAsScript: with a writer that takes a script, a full sync is written
-// as pieces of bounded size that together program the full render; a failed one
-// is retried in full, and partial syncs stay knftables transactions.
-func TestFullSyncAsScript(t *testing.T) {
-	var writer *scriptNFT
+// TestFullSyncAsOps: with a writer that takes typed operations, a full sync is
+// written as one stream of them that programs the full render; a failed one is
+// retried in full, and partial syncs stay knftables transactions.
+func TestFullSyncAsOps(t *testing.T) {
+	var writer *opsNFT
 	f := newFixture(t, func(c *Config) {
-		writer = &scriptNFT{recordingNFT: c.NFT.(*recordingNFT)}
+		writer = &opsNFT{recordingNFT: c.NFT.(*recordingNFT)}
 		c.NFT = writer
 	})
-	// ~1 KB of script per Service: several pieces.
 	const services = 800
 	for i := range services {
 		name := fmt.Sprintf("svc-%d", i)
@@ -120,21 +124,15 @@ func TestFullSyncAsScript(t *testing.T) {
 		t.Fatal("Sync succeeded although the writer failed")
 	}
 	if writer.calls != 2 || writer.runs() != 0 {
-		t.Fatalf("failed full sync: %d RunScript calls, %d transactions; want 2 and 0", writer.calls, writer.runs())
+		t.Fatalf("failed full sync: %d RunOps calls, %d transactions; want 2 and 0", writer.calls, writer.runs())
 	}
 
-	writer.pieces = nil
 	f.sync()
 	if writer.calls != 3 || writer.runs() != 0 {
-		t.Fatalf("the retry after a failure made %d RunScript calls and %d transactions in all, want 3 and 0 (a full sync again)", writer.calls, writer.runs())
+		t.Fatalf("the retry after a failure made %d RunOps calls and %d transactions in all, want 3 and 0 (a full sync again)", writer.calls, writer.runs())
 	}
-	if len(writer.pieces) < 2 {
-		t.Fatalf("full sync of %d Services written in %d piece(s), want several", services, len(writer.pieces))
-	}
-	for i, n := range writer.pieces {
-		if n > fullSyncPieceBytes+4096 {
-			t.Errorf("piece %d has %d bytes, more than about %d", i, n, fullSyncPieceBytes)
-		}
+	if writer.ops < services {
+		t.Fatalf("full sync of %d Services written in %d operations", services, writer.ops)
 	}
 	f.checkTableIsFullRender(testRenderConfig())
 
@@ -143,7 +141,7 @@ func TestFullSyncAsScript(t *testing.T) {
 	f.State.OnServiceDelete(dptest.Service("ns", "svc-7", "172.30.0.8", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
 	if writer.calls != 3 || writer.runs() != before+1 {
-		t.Fatalf("partial sync: %d RunScript calls and %d new transactions, want 3 and 1", writer.calls, writer.runs()-before)
+		t.Fatalf("partial sync: %d RunOps calls and %d new transactions, want 3 and 1", writer.calls, writer.runs()-before)
 	}
 	f.checkTableIsFullRender(testRenderConfig())
 }
@@ -179,3 +177,6 @@ func TestPrecommit(t *testing.T) {
 	}
 	f.checkTableIsFullRender(testRenderConfig())
 }
+
+// The netlink writer takes full syncs as typed operations.
+var _ OpsRunner = (*nftnetlink.Executor)(nil)

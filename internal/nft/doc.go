@@ -1,0 +1,51 @@
+// Package nft is kproxy's typed representation of nftables rules: the small
+// vocabulary of statements the renderer (internal/render/nftables) emits, with
+// exactly two back ends, a printer writing nft's text (this package) and an
+// encoder writing netlink expressions (internal/nftnetlink, encode.go).
+//
+// # Contract
+//
+// The package is pure: no I/O, no logging, no global mutable state. Values are
+// immutable once built; the renderer keeps them in Fragments and shares slices
+// between rules, so nothing here modifies a slice it was given.
+//
+// The printer writes the text the renderer wrote before rules were typed, byte for
+// byte (the renderer's expected-output files hold it), including its spellings:
+// statements separated by one space, concatenations by " . ", anonymous set
+// elements by ", ", anonymous map elements by " , " (a chain name in a verdict
+// must stand alone as a word for the nft-text parser of internal/nftnetlink),
+// marks and masks in hexadecimal, a trailing ` comment "…"` quoted as Go does.
+//
+// # Vocabulary
+//
+//	Match        KEY [. KEY]* [!=] VALUE        VALUE: address, prefix, number,
+//	                                            protocol, interface name, ct state
+//	                                            or status, fib type, { set }, @set
+//	MaskedMatch  mark and M [!=] V
+//	VMap         KEY [. KEY]* vmap @map | vmap { N : verdict , … }
+//	MarkSet      mark set mark or|xor|and M
+//	Counter      counter | counter name "N"
+//	Update       update @set { KEY [. KEY]* }
+//	DNAT         dnat to ADDR:PORT
+//	DNATMap      dnat ip|ip6 addr . port to KEY [. KEY]* map @map | map { N : ADDR . PORT , … }
+//	Masquerade   masquerade [fully-random]
+//	Reject       reject
+//	Verdict      accept, drop, return, continue, jump C, goto C
+//
+// KEYs are ip|ip6 saddr|daddr, th dport, tcp|udp|sctp dport, meta l4proto, mark,
+// iifname, ct state, ct status, fib saddr|daddr type and numgen random mod N.
+// Stmt and Value are closed (unexported methods): a back end's type switch over
+// them is complete.
+//
+// # Operations
+//
+// Op is one operation of a transaction on the table (add, flush or delete of the
+// table, chains, sets and maps, counters; add of rules and elements): a full sync
+// is a stream of Ops, which internal/nftnetlink encodes and Op.AppendText prints
+// as knftables' transaction text (for the nft binary). Set types and element keys
+// and values stay nft text for now; only rules are typed.
+//
+// Rules are built in bulk (about 10^5 at 10,000 Services), so statements are
+// small values: addresses are netip values, numbers are integers, and a rule is a
+// slice of statements and a comment, with no maps.
+package nft

@@ -1,0 +1,155 @@
+package nft
+
+import (
+	"strconv"
+	"time"
+)
+
+// OpKind is the kind of an Op.
+type OpKind uint8
+
+const (
+	AddTable OpKind = iota + 1
+	DeleteTable
+	AddChain
+	FlushChain
+	DeleteChain
+	AddSet // a set, or a map with IsMap
+	FlushSet
+	DeleteSet
+	AddRule
+	AddElement
+	AddCounter
+	DeleteCounter
+)
+
+// Op is one operation of a transaction on the table: a full sync is a stream of
+// them, which a writer encodes (internal/nftnetlink) or prints (AppendText) without
+// knftables objects in between. Ops are flat values, passed by value: a full sync
+// at 10,000 Services is ~10^5 of them, and they point to the rules they add
+// rather than copy them (only a base chain's Hook is allocated).
+type Op struct {
+	Kind OpKind
+	// Name is the chain, set, map or counter operated on; for AddRule the chain,
+	// for AddElement the set or map.
+	Name  string
+	IsMap bool
+	// Comment of the table, chain, set or element added.
+	Comment string
+	// Hook makes AddChain's chain a base chain.
+	Hook *Hook
+	// Type, or TypeOf, is AddSet's key (and, for a map, ": value") type, as nft
+	// writes it: "ipv4_addr . inet_proto . inet_service : verdict", "ip daddr . tcp
+	// dport . numgen random mod 1 : ip daddr . tcp dport".
+	Type, TypeOf string
+	// Timeout, when non-zero, makes AddSet's set dynamic, its elements expiring
+	// after Timeout (nft "flags dynamic,timeout ; timeout Ns").
+	Timeout time.Duration
+	// Rule is AddRule's rule.
+	Rule *Rule
+	// Key and Value are AddElement's element, fields of a concatenation joined by
+	// " . "; Value is empty for a set.
+	Key, Value string
+}
+
+// Hook is the attachment of a base chain, as nft names it: type "filter", hook
+// "prerouting", priority "-110" (a number, or a name nft accepts).
+type Hook struct {
+	Type, Hook, Priority string
+}
+
+var opVerbs = [...]string{
+	AddTable: "add table", DeleteTable: "delete table",
+	AddChain: "add chain", FlushChain: "flush chain", DeleteChain: "delete chain",
+	AddSet: "add set", FlushSet: "flush set", DeleteSet: "delete set",
+	AddRule: "add rule", AddElement: "add element",
+	AddCounter: "add counter", DeleteCounter: "delete counter",
+}
+
+// AppendText appends o as one nft command line of the table (with its newline),
+// in the format of knftables' Transaction.String (sigs.k8s.io/knftables
+// objects.go, writeOperation): the text the nft binary and internal/nftnetlink's
+// text parser read.
+func (o *Op) AppendText(b []byte, f Family, table string) []byte {
+	verb := opVerbs[o.Kind]
+	if o.IsMap && (o.Kind == AddSet || o.Kind == FlushSet || o.Kind == DeleteSet) {
+		verb = verb[:len(verb)-3] + "map"
+	}
+	b = append(b, verb...)
+	b = append(b, ' ')
+	b = append(b, f.keyword()...)
+	b = append(b, ' ')
+	b = append(b, table...)
+	switch o.Kind {
+	case AddTable:
+		if o.Comment != "" {
+			b = append(b, " { comment "...)
+			b = strconv.AppendQuote(b, o.Comment)
+			b = append(b, " ; }"...)
+		}
+		return append(b, '\n')
+	case DeleteTable:
+		return append(b, '\n')
+	}
+	b = append(b, ' ')
+	b = append(b, o.Name...)
+	switch o.Kind {
+	case AddChain:
+		if o.Hook != nil || o.Comment != "" {
+			b = append(b, " {"...)
+			if h := o.Hook; h != nil {
+				b = append(b, " type "...)
+				b = append(b, h.Type...)
+				b = append(b, " hook "...)
+				b = append(b, h.Hook...)
+				b = append(b, " priority "...)
+				b = append(b, h.Priority...)
+				b = append(b, " ;"...)
+			}
+			b = appendBodyComment(b, o.Comment)
+			b = append(b, " }"...)
+		}
+	case AddSet:
+		if o.Type != "" {
+			b = append(b, " { type "...)
+			b = append(b, o.Type...)
+		} else {
+			b = append(b, " { typeof "...)
+			b = append(b, o.TypeOf...)
+		}
+		b = append(b, " ;"...)
+		if o.Timeout > 0 {
+			b = append(b, " flags dynamic,timeout ; timeout "...)
+			b = strconv.AppendInt(b, int64(o.Timeout.Seconds()), 10)
+			b = append(b, "s ;"...)
+		}
+		b = appendBodyComment(b, o.Comment)
+		b = append(b, " }"...)
+	case AddRule:
+		b = append(b, ' ')
+		b = o.Rule.AppendText(b)
+	case AddElement:
+		b = append(b, " { "...)
+		b = append(b, o.Key...)
+		if o.Comment != "" {
+			b = append(b, " comment "...)
+			b = strconv.AppendQuote(b, o.Comment)
+		}
+		if o.Value != "" {
+			b = append(b, " : "...)
+			b = append(b, o.Value...)
+		}
+		b = append(b, " }"...)
+	}
+	return append(b, '\n')
+}
+
+// appendBodyComment appends ` comment "c" ;` unless c is empty.
+func appendBodyComment(b []byte, c string) []byte {
+	if c == "" {
+		return b
+	}
+	b = append(b, " comment "...)
+	b = strconv.AppendQuote(b, c)
+	return append(b, " ;"...)
+}

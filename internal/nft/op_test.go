@@ -1,0 +1,43 @@
+package nft
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func TestOpText(t *testing.T) {
+	rule := &Rule{Stmts: []Stmt{Match{Keys: []Key{Daddr(IPv6)}, Value: Addr(netip.IPv6Loopback())}, Verdict{Kind: Drop}}, Comment: "c"}
+	for _, tc := range []struct {
+		op   Op
+		want string
+	}{
+		{Op{Kind: AddTable, Comment: "rules for kube-proxy"}, `add table ip6 kube-proxy { comment "rules for kube-proxy" ; }`},
+		{Op{Kind: AddTable}, "add table ip6 kube-proxy"},
+		{Op{Kind: DeleteTable}, "delete table ip6 kube-proxy"},
+		{Op{Kind: AddChain, Name: "services"}, "add chain ip6 kube-proxy services"},
+		{Op{Kind: AddChain, Name: "reject-chain", Comment: "helper"}, `add chain ip6 kube-proxy reject-chain { comment "helper" ; }`},
+		{Op{Kind: AddChain, Name: "nat-output", Hook: &Hook{Type: "nat", Hook: "output", Priority: "-100"}},
+			"add chain ip6 kube-proxy nat-output { type nat hook output priority -100 ; }"},
+		{Op{Kind: FlushChain, Name: "x"}, "flush chain ip6 kube-proxy x"},
+		{Op{Kind: DeleteChain, Name: "x"}, "delete chain ip6 kube-proxy x"},
+		{Op{Kind: AddSet, Name: "cluster-ips", Type: "ipv6_addr", Comment: "Active ClusterIPs"},
+			`add set ip6 kube-proxy cluster-ips { type ipv6_addr ; comment "Active ClusterIPs" ; }`},
+		{Op{Kind: AddSet, Name: "affinity-x", Type: "ipv6_addr", Timeout: 3 * time.Hour},
+			"add set ip6 kube-proxy affinity-x { type ipv6_addr ; flags dynamic,timeout ; timeout 10800s ; }"},
+		{Op{Kind: AddSet, Name: "m", IsMap: true, TypeOf: "ip6 daddr . tcp dport . numgen random mod 1 : ip6 daddr . tcp dport"},
+			"add map ip6 kube-proxy m { typeof ip6 daddr . tcp dport . numgen random mod 1 : ip6 daddr . tcp dport ; }"},
+		{Op{Kind: FlushSet, Name: "s"}, "flush set ip6 kube-proxy s"},
+		{Op{Kind: DeleteSet, Name: "m", IsMap: true}, "delete map ip6 kube-proxy m"},
+		{Op{Kind: AddRule, Name: "c", Rule: rule}, `add rule ip6 kube-proxy c ip6 daddr ::1 drop comment "c"`},
+		{Op{Kind: AddElement, Name: "s", Key: "fd00::1"}, "add element ip6 kube-proxy s { fd00::1 }"},
+		{Op{Kind: AddElement, Name: "m", IsMap: true, Key: "fd00::1 . tcp . 80", Value: "goto x", Comment: "ns/svc:p"},
+			`add element ip6 kube-proxy m { fd00::1 . tcp . 80 comment "ns/svc:p" : goto x }`},
+		{Op{Kind: AddCounter, Name: "n"}, "add counter ip6 kube-proxy n"},
+		{Op{Kind: DeleteCounter, Name: "n"}, "delete counter ip6 kube-proxy n"},
+	} {
+		if got := string(tc.op.AppendText(nil, IPv6, "kube-proxy")); got != tc.want+"\n" {
+			t.Errorf("got  %q\nwant %q", got, tc.want+"\n")
+		}
+	}
+}

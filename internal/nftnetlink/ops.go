@@ -1,0 +1,239 @@
+package nftnetlink
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kproxy/kproxy/internal/nft"
+)
+
+// RunOps applies the typed operations ops yields (a full sync,
+// render/nftables.FullOps) atomically, in one nfnetlink batch, as RunScript applies
+// their text, with the same messages: rules go through encodeRule, tables, chains,
+// sets, elements and counters through the encoders the text commands use. No text
+// is written, except the failing command's when the kernel rejects the batch: ops
+// is then iterated again to print it, so it must yield the same operations again.
+func (e *Executor) RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error {
+	if e.opts.LargeTransaction != nil {
+		defer e.opts.LargeTransaction(0)()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sock, err := openSocket(e.opts.NetNSPath)
+	if err != nil {
+		return fmt.Errorf("nftnetlink: %w", err)
+	}
+	defer sock.close()
+	b, err := e.buildOps(ops, sock, true)
+	if err != nil {
+		return err
+	}
+	bufs := b.buffers()
+	if len(bufs) > maxBatchChunks {
+		bufs = [][]byte{slices.Concat(bufs...)}
+	}
+	if err := sock.sendBuffers(bufs); err != nil {
+		return fmt.Errorf("nftnetlink: %w", err)
+	}
+	return collectErrors(sock, b, func(ref commandRef) string { return e.opAt(ops, ref.Line) })
+}
+
+// buildOps translates ops into one batch, as build does their text; an
+// operation's commandRef is {0, its index}.
+func (e *Executor) buildOps(ops iter.Seq[nft.Op], sock *socket, commit bool) (*builder, error) {
+	t := e.newTranslator(sock)
+	i := int32(0)
+	for op := range ops {
+		t.at = commandRef{Line: i}
+		if err := t.op(&op); err != nil {
+			return nil, fmt.Errorf("nftnetlink: %q: %w", e.opText(&op), err)
+		}
+		i++
+	}
+	t.end(commit)
+	return t.b, nil
+}
+
+func (e *Executor) nftFamily() nft.Family {
+	if e.family == "ip6" {
+		return nft.IPv6
+	}
+	return nft.IPv4
+}
+
+// opText is the command text of op, for error reports.
+func (e *Executor) opText(op *nft.Op) string {
+	return strings.TrimSuffix(string(op.AppendText(nil, e.nftFamily(), e.table)), "\n")
+}
+
+// opAt is the text of operation i of ops.
+func (e *Executor) opAt(ops iter.Seq[nft.Op], i int32) string {
+	n := int32(0)
+	for op := range ops {
+		if n == i {
+			return e.opText(&op)
+		}
+		n++
+	}
+	return ""
+}
+
+// op translates one operation.
+func (t *translator) op(op *nft.Op) error {
+	if op.Kind != nft.AddElement {
+		t.flushElems()
+		t.b.markCommand(t.at)
+	}
+	switch op.Kind {
+	case nft.AddTable:
+		var ud udata
+		if op.Comment != "" {
+			var err error
+			if ud, err = commentUdata(op.Comment); err != nil {
+				return err
+			}
+		}
+		t.newTable("add", ud)
+		return nil
+	case nft.DeleteTable:
+		t.deleteTable()
+		return nil
+	case nft.AddChain:
+		var ud udata
+		if op.Comment != "" {
+			var err error
+			if ud, err = commentUdata(op.Comment); err != nil {
+				return err
+			}
+		}
+		if h := op.Hook; h != nil {
+			return t.newChain("add", op.Name, h.Type, h.Hook, h.Priority, "", ud)
+		}
+		return t.newChain("add", op.Name, "", "", "", "", ud)
+	case nft.FlushChain:
+		t.flushChain(op.Name)
+		return nil
+	case nft.DeleteChain:
+		t.deleteChain(op.Name)
+		return nil
+	case nft.AddSet:
+		sp, err := opSetSpec(op)
+		if err != nil {
+			return err
+		}
+		return t.newSet("add", op.Name, op.IsMap, sp)
+	case nft.FlushSet:
+		t.flushSet(op.Name)
+		return nil
+	case nft.DeleteSet:
+		t.deleteSet(op.Name)
+		return nil
+	case nft.AddRule:
+		return t.opRule(op)
+	case nft.AddElement:
+		return t.opElement(op)
+	case nft.AddCounter:
+		t.newCounter("add", op.Name, 0, 0)
+		return nil
+	case nft.DeleteCounter:
+		t.deleteCounter(op.Name)
+		return nil
+	}
+	return fmt.Errorf("unsupported operation %d", op.Kind)
+}
+
+// opSetSpec is what AddSet says about the set, as setCmd reads it from the text.
+func opSetSpec(op *nft.Op) (*setSpec, error) {
+	sp := &setSpec{info: &setInfo{}, comment: op.Comment}
+	var err error
+	switch {
+	case op.Type != "":
+		err = sp.info.parseType(strings.Fields(op.Type), op.IsMap)
+	case op.TypeOf != "":
+		sp.info.key, sp.info.data, sp.typeofUdata, err = parseTypeof(strings.Fields(op.TypeOf), op.IsMap)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if op.Timeout > 0 {
+		// "flags dynamic,timeout ; timeout Ns", whole seconds as knftables writes.
+		sp.info.flags |= unix.NFT_SET_EVAL | unix.NFT_SET_TIMEOUT
+		sp.timeout = time.Duration(int64(op.Timeout.Seconds())) * time.Second
+	}
+	return sp, nil
+}
+
+// opElement translates AddElement: key and value are split into their fields (and
+// a verdict) as elementCmd reads them from the text.
+func (t *translator) opElement(op *nft.Op) error {
+	info, err := t.set(op.Name)
+	if err != nil {
+		return err
+	}
+	t.kparts = appendFields(t.kparts[:0], op.Key)
+	var value elemValue
+	if op.Value != "" {
+		if info.data == nil {
+			return fmt.Errorf("value for an element of set %q", op.Name)
+		}
+		if info.data.isVerdict() {
+			toks, err := appendTokens(t.toks[:0], op.Value)
+			if err != nil {
+				return err
+			}
+			t.toks = toks
+			c := &cursor{toks: toks}
+			if value.verdict, err = parseVerdict(c); err != nil {
+				return err
+			}
+			if !c.done() {
+				return fmt.Errorf("unexpected %q after the verdict", c.describeNext())
+			}
+		} else {
+			t.dparts = appendFields(t.dparts[:0], op.Value)
+			value.parts = t.dparts
+		}
+	}
+	return t.element("add", op.Name, info, t.kparts, op.Comment, value)
+}
+
+// appendFields appends the fields of "a . b . c" to dst.
+func appendFields(dst []string, s string) []string {
+	for {
+		f, rest, ok := strings.Cut(s, " . ")
+		dst = append(dst, f)
+		if !ok {
+			return dst
+		}
+		s = rest
+	}
+}
+
+// opRule translates AddRule, through the rule cache (rulecache.go): the rule's
+// printed text is the key, the one text the typed path writes.
+func (t *translator) opRule(op *nft.Op) error {
+	t.ruleText = op.Rule.AppendText(t.ruleText[:0])
+	if enc, ok := t.rules[string(t.ruleText)]; ok {
+		t.writeCachedRule(op.Name, enc)
+		return nil
+	}
+	r, err := encodeRule(t.family, op.Rule, t.newID)
+	if err != nil {
+		return err
+	}
+	enc, err := t.writeRule(op.Name, &r)
+	if err != nil {
+		return err
+	}
+	if len(r.anon) == 0 {
+		t.storeRule(string(t.ruleText), enc)
+	}
+	return nil
+}
