@@ -2,38 +2,19 @@ package cleanup
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/testing/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected-output files under testdata/")
-
-// checkGolden compares got with testdata/name, or rewrites it with -update.
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
+// checkGolden is the shared expected-output check (internal/testing/golden).
+var checkGolden = golden.Check
 
 func readTestdata(t *testing.T, name string) string {
 	t.Helper()

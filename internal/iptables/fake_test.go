@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,28 +11,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/kproxy/kproxy/internal/testing/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected-output files under testdata/")
-
-// checkGolden compares got with testdata/name, or rewrites it with -update.
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
+// checkGolden is the shared expected-output check (internal/testing/golden).
+var checkGolden = golden.Check
 
 // restoreSteps are restore inputs applied in order to one fake (and, in the
 // integration test, to real iptables-restore); the expected dump after all of

@@ -3,19 +3,17 @@ package nftnetlink
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/kproxy/kproxy/internal/testing/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected files under testdata/")
+// checkGolden is the shared expected-output check (internal/testing/golden).
+var checkGolden = golden.Check
 
 var nftMsgNames = map[uint16]string{
 	unix.NFT_MSG_NEWTABLE: "NEWTABLE", unix.NFT_MSG_DELTABLE: "DELTABLE",
@@ -120,26 +118,4 @@ func value(b []byte) string {
 		}
 	}
 	return hex.EncodeToString(b)
-}
-
-// checkGolden compares got with testdata/name, or rewrites it with -update.
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading expected output (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got; run with -update to accept):\n%s", path, diff)
-	}
 }

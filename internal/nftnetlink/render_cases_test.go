@@ -1,41 +1,27 @@
 package nftnetlink
 
 import (
-	"net/netip"
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
+	"github.com/kproxy/kproxy/internal/render/rendertest"
+	"github.com/kproxy/kproxy/internal/testing/golden"
 )
+
+// The shared test vocabulary (internal/render/rendertest, internal/testing/golden).
+var (
+	addrs    = rendertest.Addrs
+	prefixes = rendertest.Prefixes
+)
+
+func goldenName(s string) string { return golden.Name(s, ".nft") }
 
 // The renderer's expected-output cases (internal/render/nftables render_test.go,
 // localhost_test.go), which are not importable, rebuilt here so that the typed rules
 // they render can be encoded. TestRenderCasesMatchGolden holds the copy to the
 // original: each case must print exactly the rules of its expected-output file.
-
-func addrs(s ...string) []netip.Addr {
-	out := make([]netip.Addr, len(s))
-	for i, a := range s {
-		out[i] = netip.MustParseAddr(a)
-	}
-	return out
-}
-
-func prefixes(s ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(s))
-	for i, p := range s {
-		out[i] = netip.MustParsePrefix(p)
-	}
-	return out
-}
-
-// goldenName is the renderer's expected-output file of a case.
-func goldenName(s string) string {
-	return strings.NewReplacer(" ", "-", "/", "-").Replace(strings.ToLower(s)) + ".nft"
-}
 
 type renderCase struct {
 	name   string

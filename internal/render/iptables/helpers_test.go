@@ -3,23 +3,31 @@ package iptables
 import (
 	"bytes"
 	"context"
-	"flag"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/render/rendertest"
+	"github.com/kproxy/kproxy/internal/testing/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected files under testdata/")
+// The shared test vocabulary (internal/render/rendertest, internal/testing/golden).
+var (
+	addrs       = rendertest.Addrs
+	prefixes    = rendertest.Prefixes
+	svcPort     = rendertest.ServicePort
+	ep          = rendertest.Endpoint
+	terminating = rendertest.Terminating
+	view        = rendertest.View
+	checkGolden = golden.Check
+)
+
+func goldenName(s string) string { return golden.Name(s, ".iptables") }
 
 func testConfig(family v1.IPFamily) *Config {
 	if family == v1.IPv6Protocol {
@@ -39,50 +47,6 @@ func testConfig(family v1.IPFamily) *Config {
 		MasqueradeBit:     14,
 		NodeIP:            netip.MustParseAddr("192.168.0.2"),
 	}
-}
-
-func addrs(s ...string) []netip.Addr {
-	out := make([]netip.Addr, len(s))
-	for i, a := range s {
-		out[i] = netip.MustParseAddr(a)
-	}
-	return out
-}
-
-func prefixes(s ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(s))
-	for i, p := range s {
-		out[i] = netip.MustParsePrefix(p)
-	}
-	return out
-}
-
-// svcPort builds a ClusterIP ServicePort; mutate the result for other types.
-func svcPort(ns, name, portName string, proto v1.Protocol, clusterIP string, port int32) *model.ServicePort {
-	return &model.ServicePort{
-		Name:      model.ServicePortName{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}, Port: portName, Protocol: proto},
-		ClusterIP: netip.MustParseAddr(clusterIP),
-		Port:      port,
-		Protocol:  proto,
-	}
-}
-
-func ep(ip string, port int32, local bool) *model.Endpoint {
-	return &model.Endpoint{IP: netip.MustParseAddr(ip), Port: port, Ready: true, Serving: true, IsLocal: local}
-}
-
-func terminating(e *model.Endpoint) *model.Endpoint {
-	e.Ready, e.Serving, e.Terminating = false, true, true
-	return e
-}
-
-// view categorizes endpoints with the model's CategorizeEndpoints (no topology), so
-// the renderer is tested on the views the model really gives.
-func view(sp *model.ServicePort, eps ...*model.Endpoint) *model.ServicePortView {
-	// The model lists endpoints sorted by their "ip:port" string, as upstream.
-	eps = slices.Clone(eps)
-	slices.SortFunc(eps, func(a, b *model.Endpoint) int { return strings.Compare(a.String(), b.String()) })
-	return model.CategorizeEndpoints(eps, sp, "node-a", "")
 }
 
 func renderAll(cfg *Config, views ...*model.ServicePortView) *State {
@@ -164,29 +128,6 @@ func sortedEntries(dump string) string {
 	}
 	flush(len(lines))
 	return strings.Join(lines, "\n")
-}
-
-// checkGolden compares got with testdata/name, or rewrites it with -update.
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading expected output (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got; run with -update to accept):\n%s", path, diff)
-	}
-}
-
-func goldenName(s string) string {
-	return strings.NewReplacer(" ", "-", "/", "-").Replace(strings.ToLower(s)) + ".iptables"
 }
 
 func iptablesTable(t Table) iptables.Table { return iptables.Table(t) }

@@ -13,6 +13,13 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/render/rendertest"
+)
+
+// The shared test vocabulary (internal/render/rendertest, internal/testing/golden).
+var (
+	scaleView  = rendertest.ScaleView
+	scaleViews = rendertest.ScaleViews
 )
 
 // canonicalDump is fake.Dump() with element lines sorted: the Fake keeps elements in
@@ -28,41 +35,6 @@ func canonicalDump(fake *knftables.Fake) string {
 	}
 	slices.Sort(elements)
 	return strings.Join(append(other, elements...), "\n")
-}
-
-// scaleView is the i-th Service of a synthetic cluster: eps endpoints, a NodePort on
-// every 4th, an LB with source ranges on every 10th, affinity on every 50th, eTP
-// Local on every 7th, a local endpoint on every 3rd.
-func scaleView(i, eps int) *model.ServicePortView {
-	sp := svcPort(fmt.Sprintf("ns%d", i%97), fmt.Sprintf("svc%d", i), "p80", v1.ProtocolTCP,
-		fmt.Sprintf("172.30.%d.%d", i/250, i%250+1), 80)
-	if i%4 == 0 {
-		sp.NodePort = int32(30000 + i%2768)
-	}
-	if i%10 == 0 {
-		sp.LoadBalancerVIPs = addrs(fmt.Sprintf("5.%d.%d.%d", i/65536, (i/256)%256, i%256))
-		sp.LoadBalancerSourceRanges = prefixes("203.0.113.0/24")
-	}
-	if i%50 == 0 {
-		sp.StickyMaxAgeSeconds = 10800
-	}
-	if i%7 == 0 {
-		sp.ExternalPolicyLocal = true
-	}
-	list := make([]*model.Endpoint, eps)
-	for j := range list {
-		n := i*eps + j
-		list[j] = ep(fmt.Sprintf("10.%d.%d.%d", n/65536, (n/256)%256, n%256), 8080, i%3 == 0 && j == 0)
-	}
-	return view(sp, list...)
-}
-
-func scaleViews(n, eps int) []*model.ServicePortView {
-	views := make([]*model.ServicePortView, n)
-	for i := range views {
-		views[i] = scaleView(i, eps)
-	}
-	return views
 }
 
 type planCase struct {
