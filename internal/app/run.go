@@ -206,7 +206,9 @@ func newRunner(cfg *config.Config, syncers map[v1.IPFamily]syncer.Syncer, pendin
 		return err
 	}
 	// minSyncPeriod bounds how often rules are written; a failed sync is retried
-	// after syncPeriod; and rules are rewritten at least every hour as upstream.
+	// with back-off, syncer.FirstRetryDelay (or minSyncPeriod, if longer) doubling
+	// with each consecutive failure up to syncPeriod (upstream's fixed retry
+	// interval); and rules are rewritten at least every hour as upstream.
 	return syncer.NewRunner("sync-runner", sync, cfg.MinSyncPeriod, cfg.SyncPeriod, time.Hour)
 }
 
