@@ -298,7 +298,13 @@ func TestKernelLocalhostNodePorts(t *testing.T) {
 		if err != nil || !strings.HasPrefix(greeting, "backend ") {
 			t.Fatalf("%s: TCP %s: %q, %v; want the endpoint's greeting", f.family, to, greeting, err)
 		}
-		if n, failures := metrics.last(); n != 1 || failures != 0 {
+		// The manager sets the gauge after the reconcile that started the listener,
+		// so the greeting can arrive first: wait for it, bounded.
+		n, failures := metrics.last()
+		for deadline := time.Now().Add(5 * time.Second); n != 1 && time.Now().Before(deadline); n, failures = metrics.last() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n != 1 || failures != 0 {
 			t.Errorf("%s: listeners gauge %d, failures %d; want 1 and 0", f.family, n, failures)
 		}
 
