@@ -12,7 +12,7 @@ import (
 // default GOGC=100 the heap may grow to twice what was live at the last
 // collection, and that transient set the process's peak RSS. At 20% the run's
 // peak above the live heap shrinks to a fifth (internal/nftnetlink
-// TestMemoryFullSync10k) for ~0.1-0.3 s more CPU per full sync; partial syncs never
+// BenchmarkMemoryFullSync10k) for ~0.1-0.3 s more CPU per full sync; partial syncs never
 // pay for it.
 const largeSyncGCPercent = 20
 

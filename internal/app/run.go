@@ -207,8 +207,9 @@ func newRunner(cfg *config.Config, syncers map[v1.IPFamily]syncer.Syncer, pendin
 	}
 	// minSyncPeriod bounds how often rules are written (a sync that writes nothing
 	// does not delay the next, see internal/syncer); a failed sync is retried with
-	// back-off from 1 s up to syncPeriod; and rules are rewritten at least every
-	// hour as upstream.
+	// back-off, syncer.FirstRetryDelay (or minSyncPeriod, if longer) doubling with
+	// each consecutive failure up to syncPeriod (upstream's fixed retry interval);
+	// and rules are rewritten at least every hour as upstream.
 	return syncer.NewRunner("sync-runner", sync, cfg.MinSyncPeriod, cfg.SyncPeriod, time.Hour)
 }
 

@@ -21,6 +21,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
 // nsExec runs every command inside one network namespace through
@@ -57,14 +58,7 @@ func (e nsExec) mustRun(t *testing.T, stdin string, cmd string, args ...string) 
 
 func requireRootAndTools(t *testing.T, tools ...string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace and programs iptables/nftables in it")
-	}
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s: %v", tool, err)
-		}
-	}
+	roottest.Require(t, "creates a network namespace and programs iptables/nftables in it", tools...)
 }
 
 // newTestNetns creates a uniquely named namespace, deleted on every path.

@@ -13,6 +13,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
 // conntrackRuleset makes the namespace's netfilter track connections: conntrack
@@ -31,14 +33,7 @@ table inet kproxy_conntrack_test {
 // the outcome. It returns the namespace's handle.
 func testNamespace(t *testing.T) netns.NsHandle {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace and reads its conntrack table")
-	}
-	for _, bin := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("needs %s: %v", bin, err)
-		}
-	}
+	roottest.Require(t, "creates a network namespace and reads its conntrack table", "ip", "nft")
 	name := fmt.Sprintf("kproxy-ct-test-%d", os.Getpid())
 	run := func(stdin string, args ...string) {
 		t.Helper()

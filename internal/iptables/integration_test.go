@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -18,6 +17,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
 // nsExec runs every command inside one network namespace through "ip netns
@@ -52,12 +53,7 @@ func (e nsExec) mustRun(t *testing.T, cmd string, args ...string) string {
 // of t, and returns an exec running in it.
 func newTestNetns(t *testing.T) nsExec {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace and programs iptables in it")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skipf("needs ip: %v", err)
-	}
+	roottest.Require(t, "creates a network namespace and programs iptables in it", "ip")
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
@@ -74,8 +70,11 @@ func newTestNetns(t *testing.T) nsExec {
 	return nsExec{ns: name, host: utilexec.New()}
 }
 
-// backends returns the backends whose binaries of both families exist.
+// backends returns the backends whose binaries of both families exist. Every
+// integration test starts with it, so it also skips them where namespaces cannot be
+// created (and in -short mode) before they look for binaries.
 func backends(t *testing.T) []Backend {
+	roottest.Require(t, "creates a network namespace and programs iptables in it", "ip")
 	var out []Backend
 	for _, b := range []Backend{BackendNFT, BackendLegacy} {
 		ok := true

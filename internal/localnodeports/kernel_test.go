@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -30,6 +29,7 @@ import (
 	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/nftnetlink"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
+	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
 // testNS is a private network namespace (prefix kpl-) created for one test and
@@ -41,14 +41,7 @@ type testNS struct {
 
 func newTestNS(t *testing.T) *testNS {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: binds loopback NodePorts and programs nftables in a private network namespace")
-	}
-	for _, bin := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("needs the %s binary", bin)
-		}
-	}
+	roottest.Require(t, "binds loopback NodePorts and programs nftables in a private network namespace", "ip", "nft")
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	n := &testNS{name: "kpl-lnp-" + hex.EncodeToString(r[:])}
@@ -305,7 +298,13 @@ func TestKernelLocalhostNodePorts(t *testing.T) {
 		if err != nil || !strings.HasPrefix(greeting, "backend ") {
 			t.Fatalf("%s: TCP %s: %q, %v; want the endpoint's greeting", f.family, to, greeting, err)
 		}
-		if n, failures := metrics.last(); n != 1 || failures != 0 {
+		// The manager sets the gauge after the reconcile that started the listener,
+		// so the greeting can arrive first: wait for it, bounded.
+		n, failures := metrics.last()
+		for deadline := time.Now().Add(5 * time.Second); n != 1 && time.Now().Before(deadline); n, failures = metrics.last() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n != 1 || failures != 0 {
 			t.Errorf("%s: listeners gauge %d, failures %d; want 1 and 0", f.family, n, failures)
 		}
 

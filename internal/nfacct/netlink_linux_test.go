@@ -10,18 +10,15 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
 // testNamespace creates a network namespace with loopback up, deleted when the test
 // ends whatever the outcome, and returns its handle.
 func testNamespace(t *testing.T) (string, netns.NsHandle) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace and nfacct counters in it")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skipf("needs ip: %v", err)
-	}
+	roottest.Require(t, "creates a network namespace and nfacct counters in it", "ip")
 	name := fmt.Sprintf("kpl-nfacct-%d", os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v\n%s", err, out)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,27 +18,21 @@ import (
 )
 
 // Research experiments on what the kernel charges for a change of a large table
-// (docs/nftables.md, "Where a change's time goes"). Opt-in with KPROXY_KERNEL_TIMING=1:
-// they take minutes and measure the machine. Everything runs in throwaway network
-// namespaces.
-
-func timingOnly(t *testing.T) {
-	t.Helper()
-	if os.Getenv("KPROXY_KERNEL_TIMING") == "" {
-		t.Skip("set KPROXY_KERNEL_TIMING=1 to run")
-	}
-	needRoot(t)
-}
+// (docs/nftables.md, "Where a change's time goes"), as benchmarks: they measure the
+// machine, not the code, and take minutes, so `go test` never runs them; run one with
+// `go test -run '^$' -bench NAME -benchtime 1x`. One iteration is the whole experiment
+// (ns/op is its wall time); the figures are custom metrics. They need root and run
+// in throwaway network namespaces.
 
 // timeApply applies text reps times (text gets the repetition number via %d) and
 // returns the wall times.
-func timeApply(t *testing.T, ex *Executor, reps int, text string) []time.Duration {
-	t.Helper()
+func timeApply(tb testing.TB, ex *Executor, reps int, text string) []time.Duration {
+	tb.Helper()
 	var ds []time.Duration
 	for i := range reps {
 		start := time.Now()
 		if err := ex.apply(context.Background(), oneText(fmt.Sprintf(text, i+1)), true); err != nil {
-			t.Fatalf("%v\n%s", err, fmt.Sprintf(text, i+1))
+			tb.Fatalf("%v\n%s", err, fmt.Sprintf(text, i+1))
 		}
 		ds = append(ds, time.Since(start))
 	}
@@ -85,43 +78,48 @@ func syntheticTable(n, rulesPerChain int) string {
 	return b.String()
 }
 
-// TestKernelCostVsChains measures single-operation batches as a function of the
-// number of chains reachable from the nat base chains.
-func TestKernelCostVsChains(t *testing.T) {
-	timingOnly(t)
+// BenchmarkKernelCostVsChains measures single-operation batches as a function of the
+// number of chains reachable from the nat base chains: one sub-benchmark per chain
+// shape and count, reporting the time to build the table and each probe's p50/p99.
+func BenchmarkKernelCostVsChains(b *testing.B) {
+	needRoot(b)
 	const reps = 20
 	probes := []struct{ name, text string }{
-		{"set element (no verdict)", "add element ip kube-proxy cluster-ips { 192.0.%d.1 }\n"},
-		{"data map element delete+add", "delete element ip kube-proxy eps-1 { 3 }\nadd element ip kube-proxy eps-1 { 3 : 10.250.0.%d . 8080 }\n"},
-		{"rule without verdict, no dnat", "add rule ip kube-proxy probe ip saddr 10.9.9.%d counter\n"},
-		{"flush chain + dnat rule", "flush chain ip kube-proxy probe\nadd rule ip kube-proxy probe meta l4proto tcp dnat to 10.251.0.%d:80\n"},
-		{"map element with goto", "add element ip kube-proxy service-ips { 192.1.%d.2 . tcp . 80 : goto probe }\n"},
-		{"rule with jump", "add rule ip kube-proxy probe2 ip saddr 10.9.9.%d jump probe\n"},
+		{"set-element", "add element ip kube-proxy cluster-ips { 192.0.%d.1 }\n"},
+		{"data-map-element-delete-add", "delete element ip kube-proxy eps-1 { 3 }\nadd element ip kube-proxy eps-1 { 3 : 10.250.0.%d . 8080 }\n"},
+		{"rule-no-verdict-no-dnat", "add rule ip kube-proxy probe ip saddr 10.9.9.%d counter\n"},
+		{"flush-chain-dnat-rule", "flush chain ip kube-proxy probe\nadd rule ip kube-proxy probe meta l4proto tcp dnat to 10.251.0.%d:80\n"},
+		{"map-element-goto", "add element ip kube-proxy service-ips { 192.1.%d.2 . tcp . 80 : goto probe }\n"},
+		{"rule-jump", "add rule ip kube-proxy probe2 ip saddr 10.9.9.%d jump probe\n"},
 	}
 	for _, shape := range []struct {
 		name  string
 		rules int
-	}{{"10 dnat rules/chain", 10}, {"1 map rule/chain", 0}} {
+	}{{"dnat-rules-10", 10}, {"map-rule-1", 0}} {
 		for _, n := range []int{1000, 5000, 10000, 20000} {
-			ns := testNetns(t)
-			ex, err := New(knftables.IPv4Family, render.TableName, Options{NetNSPath: netnsPath(ns)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			text := syntheticTable(n, shape.rules)
-			if shape.rules != 0 {
-				// eps-1 for the data-map probe.
-				text += "add map ip kube-proxy eps-1 { type integer : ipv4_addr . inet_service ; }\nadd element ip kube-proxy eps-1 { 3 : 10.250.0.0 . 8080 }\n"
-			}
-			start := time.Now()
-			if err := ex.apply(context.Background(), oneText(text), true); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s, %d chains: table built in %v", shape.name, n, time.Since(start).Round(time.Millisecond))
-			for _, p := range probes {
-				t.Logf("  %d chains, %-30s %s", n, p.name, stats(timeApply(t, ex, reps, p.text)))
-			}
-			_, _ = nftIn(ns, "", "delete", "table", "ip", render.TableName)
+			b.Run(fmt.Sprintf("%s/chains-%d", shape.name, n), func(b *testing.B) {
+				text := syntheticTable(n, shape.rules)
+				if shape.rules != 0 {
+					// eps-1 for the data-map probe.
+					text += "add map ip kube-proxy eps-1 { type integer : ipv4_addr . inet_service ; }\nadd element ip kube-proxy eps-1 { 3 : 10.250.0.0 . 8080 }\n"
+				}
+				for b.Loop() {
+					ns := testNetns(b)
+					ex, err := New(knftables.IPv4Family, render.TableName, Options{NetNSPath: netnsPath(ns)})
+					if err != nil {
+						b.Fatal(err)
+					}
+					start := time.Now()
+					if err := ex.apply(context.Background(), oneText(text), true); err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(ms(time.Since(start)), "build-ms")
+					for _, p := range probes {
+						reportPercentiles(b, p.name, timeApply(b, ex, reps, p.text))
+					}
+					_, _ = nftIn(ns, "", "delete", "table", "ip", render.TableName)
+				}
+			})
 		}
 	}
 }
@@ -164,32 +162,35 @@ func mapLayout(f render.Fragment) render.Fragment {
 	return out
 }
 
-// TestKernelTimingLayouts measures full sync, one endpoint replaced, one endpoint
-// removed and one Service added at 10,000 Services x 10 endpoints for the renderer's
-// two endpoint selections (rules per endpoint; Config.EndpointMaps) and for a
-// rejected alternative, a named data map per policy chain.
-func TestKernelTimingLayouts(t *testing.T) {
-	timingOnly(t)
+// BenchmarkKernelTimingLayouts measures full sync, full resync, one endpoint replaced,
+// removed or added and one Service added at 10,000 Services x 10 endpoints for the
+// renderer's two endpoint selections (rules per endpoint; Config.EndpointMaps) and for
+// a rejected alternative, a named data map per policy chain: one sub-benchmark each.
+func BenchmarkKernelTimingLayouts(b *testing.B) {
+	needRoot(b)
 	identity := func(f render.Fragment) render.Fragment { return f }
 	layouts := []struct {
 		name         string
 		endpointMaps bool
 		transform    func(render.Fragment) render.Fragment
 	}{
-		{"rules per endpoint", false, identity},
-		{"shared endpoint maps (EndpointMaps)", true, identity},
-		{"a data map per policy chain", false, mapLayout},
+		{"rules-per-endpoint", false, identity},
+		{"shared-endpoint-maps", true, identity},
+		{"data-map-per-policy-chain", false, mapLayout},
 	}
 	for _, l := range layouts {
-		t.Run(l.name, func(t *testing.T) {
+		b.Run(l.name, func(b *testing.B) {
 			cfg := testConfig(knftables.IPv4Family)
 			cfg.EndpointMaps = l.endpointMaps
-			layoutTiming(t, cfg, l.transform)
+			for b.Loop() {
+				layoutTiming(b, cfg, l.transform)
+			}
 		})
 	}
 }
 
-func layoutTiming(t *testing.T, cfg *render.Config, transform func(render.Fragment) render.Fragment) {
+// layoutTiming is one iteration of BenchmarkKernelTimingLayouts for one layout.
+func layoutTiming(b *testing.B, cfg *render.Config, transform func(render.Fragment) render.Fragment) {
 	const reps = 20
 	views := scaleViews(10000, 10)
 	frag := func(v *model.ServicePortView) *render.Fragment {
@@ -202,24 +203,25 @@ func layoutTiming(t *testing.T, cfg *render.Config, transform func(render.Fragme
 	}
 	base := render.RenderBase(cfg)
 	st := render.NewState(&base, services)
-	ns := testNetns(t)
+	ns := testNetns(b)
 	ex, err := New(cfg.Family, render.TableName, Options{NetNSPath: netnsPath(ns)})
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	ctx := context.Background()
 	full := ex.NewTransaction()
 	render.WriteFull(full, st)
 	start := time.Now()
 	if err := ex.Run(ctx, full); err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
-	t.Logf("full sync: %d operations, %v", full.NumOperations(), time.Since(start).Round(time.Millisecond))
+	b.ReportMetric(float64(full.NumOperations()), "full-ops")
+	b.ReportMetric(ms(time.Since(start)), "full-ms")
 	start = time.Now()
 	if err := ex.Run(ctx, full); err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
-	t.Logf("full resync over the existing table: %v", time.Since(start).Round(time.Millisecond))
+	b.ReportMetric(ms(time.Since(start)), "resync-ms")
 
 	measure := func(name string, updates func(i int) map[model.ServicePortName]*render.Fragment) {
 		var ds []time.Duration
@@ -230,43 +232,39 @@ func layoutTiming(t *testing.T, cfg *render.Config, transform func(render.Fragme
 			ops = tx.NumOperations()
 			start := time.Now()
 			if err := ex.Run(ctx, tx); err != nil {
-				t.Fatalf("%v\n%s", err, tx.String())
+				b.Fatalf("%v\n%s", err, tx.String())
 			}
 			ds = append(ds, time.Since(start))
 			st.Commit(p)
 		}
-		t.Logf("%s (%d operations): %s", name, ops, stats(ds))
+		b.ReportMetric(float64(ops), name+"-ops")
+		reportPercentiles(b, name, ds)
 	}
-	measure("one endpoint replaced", func(i int) map[model.ServicePortName]*render.Fragment {
+	measure("endpoint-replaced", func(i int) map[model.ServicePortName]*render.Fragment {
 		orig := views[1001+i]
 		eps := append([]*model.Endpoint{ep(fmt.Sprintf("10.250.0.%d", i+1), 8080, false)}, orig.ClusterEndpoints[1:]...)
 		return map[model.ServicePortName]*render.Fragment{orig.Name: frag(view(orig.ServicePort, eps...))}
 	})
-	measure("one endpoint removed", func(i int) map[model.ServicePortName]*render.Fragment {
+	measure("endpoint-removed", func(i int) map[model.ServicePortName]*render.Fragment {
 		orig := views[2001+i]
 		return map[model.ServicePortName]*render.Fragment{orig.Name: frag(view(orig.ServicePort, orig.ClusterEndpoints[1:]...))}
 	})
-	measure("one endpoint added", func(i int) map[model.ServicePortName]*render.Fragment {
+	measure("endpoint-added", func(i int) map[model.ServicePortName]*render.Fragment {
 		orig := views[3001+i]
 		eps := append([]*model.Endpoint{ep(fmt.Sprintf("10.251.0.%d", i+1), 8080, false)}, orig.ClusterEndpoints...)
 		return map[model.ServicePortName]*render.Fragment{orig.Name: frag(view(orig.ServicePort, eps...))}
 	})
-	measure("one Service added", func(i int) map[model.ServicePortName]*render.Fragment {
+	measure("service-added", func(i int) map[model.ServicePortName]*render.Fragment {
 		v := scaleView(20001+i, 10)
 		return map[model.ServicePortName]*render.Fragment{v.Name: frag(v)}
 	})
 }
 
-// TestKernelCostOfDeletes separates what a delete costs from what validation costs,
-// on a small table (1,000 chains of 10 rules).
-func TestKernelCostOfDeletes(t *testing.T) {
-	timingOnly(t)
+// BenchmarkKernelCostOfDeletes separates what a delete costs from what validation
+// costs, on a small table (1,000 chains of 10 rules): each probe's p50/p99.
+func BenchmarkKernelCostOfDeletes(b *testing.B) {
+	needRoot(b)
 	const reps = 20
-	ns := testNetns(t)
-	ex, err := New(knftables.IPv4Family, render.TableName, Options{NetNSPath: netnsPath(ns)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	text := syntheticTable(1000, 10) + "add map ip kube-proxy eps-1 { type integer : ipv4_addr . inet_service ; }\n" +
 		"add set ip kube-proxy pairs { type ipv4_addr . inet_service ; }\nadd chain ip kube-proxy probe3\n"
 	for i := range 2 * reps {
@@ -275,21 +273,28 @@ func TestKernelCostOfDeletes(t *testing.T) {
 		text += fmt.Sprintf("add element ip kube-proxy pairs { 192.2.0.%d . 80 }\n", i+1)
 		text += fmt.Sprintf("add rule ip kube-proxy probe3 ip saddr 10.9.8.%d counter\n", i+1)
 	}
-	if err := ex.apply(context.Background(), oneText(text), true); err != nil {
-		t.Fatal(err)
-	}
 	probes := []struct{ name, text string }{
-		{"add hash set element", "add element ip kube-proxy cluster-ips { 192.3.0.%d }\n"},
-		{"delete hash set element", "delete element ip kube-proxy cluster-ips { 192.2.0.%d }\n"},
-		{"add concat set element", "add element ip kube-proxy pairs { 192.3.0.%d . 80 }\n"},
-		{"delete concat set element", "delete element ip kube-proxy pairs { 192.2.0.%d . 80 }\n"},
-		{"add data map element", "add element ip kube-proxy eps-1 { %d : 10.251.0.1 . 8080 }\n"},
-		{"delete data map element", "delete element ip kube-proxy eps-1 { 1%02d }\n"},
-		{"add counter rule", "add rule ip kube-proxy probe ip saddr 10.9.9.%d counter\n"},
-		{"flush chain of counter rules", "flush chain ip kube-proxy probe\nadd rule ip kube-proxy probe ip saddr 10.9.7.%d counter\n"},
-		{"flush empty chain", "flush chain ip kube-proxy probe2\nadd rule ip kube-proxy probe2 ip saddr 10.9.6.%d counter\nflush chain ip kube-proxy probe2\n"},
+		{"add-hash-set-element", "add element ip kube-proxy cluster-ips { 192.3.0.%d }\n"},
+		{"delete-hash-set-element", "delete element ip kube-proxy cluster-ips { 192.2.0.%d }\n"},
+		{"add-concat-set-element", "add element ip kube-proxy pairs { 192.3.0.%d . 80 }\n"},
+		{"delete-concat-set-element", "delete element ip kube-proxy pairs { 192.2.0.%d . 80 }\n"},
+		{"add-data-map-element", "add element ip kube-proxy eps-1 { %d : 10.251.0.1 . 8080 }\n"},
+		{"delete-data-map-element", "delete element ip kube-proxy eps-1 { 1%02d }\n"},
+		{"add-counter-rule", "add rule ip kube-proxy probe ip saddr 10.9.9.%d counter\n"},
+		{"flush-chain-of-counter-rules", "flush chain ip kube-proxy probe\nadd rule ip kube-proxy probe ip saddr 10.9.7.%d counter\n"},
+		{"flush-empty-chain", "flush chain ip kube-proxy probe2\nadd rule ip kube-proxy probe2 ip saddr 10.9.6.%d counter\nflush chain ip kube-proxy probe2\n"},
 	}
-	for _, p := range probes {
-		t.Logf("%-30s %s", p.name, stats(timeApply(t, ex, reps, p.text)))
+	for b.Loop() {
+		ns := testNetns(b)
+		ex, err := New(knftables.IPv4Family, render.TableName, Options{NetNSPath: netnsPath(ns)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := ex.apply(context.Background(), oneText(text), true); err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range probes {
+			reportPercentiles(b, p.name, timeApply(b, ex, reps, p.text))
+		}
 	}
 }

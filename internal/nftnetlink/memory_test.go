@@ -2,7 +2,6 @@ package nftnetlink
 
 import (
 	"context"
-	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -45,47 +44,52 @@ func peakHeap() (stop func() uint64) {
 	return func() uint64 { close(done); <-finished; return peak.Load() }
 }
 
-// TestMemoryFullSync10k reports the heap of each stage of a full sync of 10,000
+// BenchmarkMemoryFullSync10k reports the heap of each stage of a full sync of 10,000
 // Services x 10 endpoints (model views, rendered state, transaction, netlink run)
 // and the peak heap while the executor runs it: the executor's transient (text,
-// tokens, batch) is what sets the daemon's peak RSS. Opt-in (KPROXY_KERNEL_TIMING=1,
-// root): it programs a table in a namespace of its own.
-func TestMemoryFullSync10k(t *testing.T) {
-	if os.Getenv("KPROXY_KERNEL_TIMING") == "" {
-		t.Skip("set KPROXY_KERNEL_TIMING=1 to run")
-	}
-	needRoot(t)
+// tokens, batch) is what sets the daemon's peak RSS. One iteration is the whole
+// experiment (-benchtime 1x); the figures are MiB metrics. It needs root: it programs
+// a table in a namespace of its own.
+func BenchmarkMemoryFullSync10k(b *testing.B) {
+	needRoot(b)
 	const mib = 1 << 20
-	base := liveHeap()
-	cfg := testConfig(knftables.IPv4Family)
-	views := scaleViews(10000, 10)
-	afterViews := liveHeap()
-	stop := peakHeap()
-	st := renderState(cfg, views)
-	renderPeak := stop()
-	afterState := liveHeap()
-	ex, err := New(cfg.Family, render.TableName, Options{NetNSPath: netnsPath(testNetns(t))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := ex.NewTransaction()
-	stop = peakHeap()
-	render.WriteFull(tx, st)
-	txPeak := stop()
-	afterTx := liveHeap()
-	t.Logf("live heap: views %d MiB, rendered state %d MiB, transaction %d MiB (%d operations)",
-		(afterViews-base)/mib, (afterState-afterViews)/mib, (afterTx-afterState)/mib, tx.NumOperations())
-	t.Logf("peak heap in use while rendering %d MiB, while writing the transaction %d MiB", renderPeak/mib, txPeak/mib)
+	for b.Loop() {
+		base := liveHeap()
+		cfg := testConfig(knftables.IPv4Family)
+		views := scaleViews(10000, 10)
+		afterViews := liveHeap()
+		stop := peakHeap()
+		st := renderState(cfg, views)
+		renderPeak := stop()
+		afterState := liveHeap()
+		ex, err := New(cfg.Family, render.TableName, Options{NetNSPath: netnsPath(testNetns(b))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tx := ex.NewTransaction()
+		stop = peakHeap()
+		render.WriteFull(tx, st)
+		txPeak := stop()
+		afterTx := liveHeap()
+		b.ReportMetric(float64(tx.NumOperations()), "full-ops")
+		b.ReportMetric(float64(afterViews-base)/mib, "views-live-MiB")
+		b.ReportMetric(float64(afterState-afterViews)/mib, "state-live-MiB")
+		b.ReportMetric(float64(afterTx-afterState)/mib, "transaction-live-MiB")
+		b.ReportMetric(float64(renderPeak)/mib, "render-peak-MiB")
+		b.ReportMetric(float64(txPeak)/mib, "transaction-peak-MiB")
 
-	stop = peakHeap()
-	start := time.Now()
-	if err := ex.Run(context.Background(), tx); err != nil {
-		t.Fatal(err)
+		stop = peakHeap()
+		start := time.Now()
+		if err := ex.Run(context.Background(), tx); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		peak := stop()
+		b.ReportMetric(ms(d), "run-ms")
+		b.ReportMetric(float64(peak)/mib, "run-peak-MiB")
+		b.ReportMetric(float64(afterTx)/mib, "live-before-run-MiB")
+		b.ReportMetric((float64(peak)-float64(afterTx))/mib, "run-above-live-MiB")
+		runtime.KeepAlive(views)
+		runtime.KeepAlive(st)
 	}
-	d := time.Since(start)
-	peak := stop()
-	t.Logf("executor run %v: peak heap in use %d MiB, %d MiB above the %d MiB live before it",
-		d.Round(time.Millisecond), peak/mib, (peak-afterTx)/mib, afterTx/mib)
-	runtime.KeepAlive(views)
-	runtime.KeepAlive(st)
 }

@@ -12,19 +12,15 @@ import (
 	"testing"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
-// needRoot skips tests that need root and the nft and ip binaries.
+// needRoot skips tests that need root and the nft and ip binaries (and every such
+// test in -short mode).
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: programs nftables in private network namespaces")
-	}
-	for _, bin := range []string{"nft", "ip"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("needs the %s binary", bin)
-		}
-	}
+	roottest.Require(t, "programs nftables in private network namespaces", "nft", "ip")
 }
 
 // testNetns creates a named network namespace, deleted when the test ends (also on

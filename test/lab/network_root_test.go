@@ -3,19 +3,18 @@ package lab
 import (
 	"context"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
 // TestNetworkOnly builds a lab without control plane, probes across it and checks that
 // Close removes everything.
 func TestNetworkOnly(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces")
-	}
+	roottest.Require(t, "creates network namespaces", "ip")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l := New(Options{SkipControlPlane: true, Node1Pods: 2, Node2Pods: 1})

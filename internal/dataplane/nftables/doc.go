@@ -7,9 +7,15 @@
 // Contract:
 //   - New has no side effects; nothing touches the kernel before the first Sync.
 //   - The first Sync, the first after a failed transaction, and one every
-//     FullSyncPeriod replace the whole table atomically ("add table; delete table;
-//     add table; ..."), which never lists kernel state. Every other Sync writes only
-//     the fragments of the ServicePorts that changed.
+//     FullSyncPeriod are full syncs: they list the names of the table's chains, sets,
+//     maps and counters (ListAll) and rewrite the whole table in place in one atomic
+//     transaction (render.RefreshOps, or WriteRefresh for a writer that is not an
+//     OpsRunner), which keeps what the packet path stored in the session-affinity
+//     sets. When the listing fails, or the kernel refuses the refresh (an existing
+//     object's definition changed), the same Sync replaces the table instead ("add
+//     table; delete table; add table; ...", render.FullOps or WriteFull), which
+//     resets affinity. Every other Sync writes only the fragments of the
+//     ServicePorts that changed.
 //   - A full sync is written as typed operations (render.FullOps or RefreshOps)
 //     when Config.NFT implements OpsRunner (the netlink writer,
 //     nftnetlink.Executor), one atomic batch with no knftables objects and no

@@ -6,7 +6,8 @@
 // continuous probes, in each mode.
 //
 // It needs root, the cluster's binaries and images (hack/setup.sh, hack/cluster-images.sh);
-// without them it skips, or fails under KPROXY_E2E_REQUIRED=1. After the package's tests
+// without them it skips, or fails under KPROXY_E2E_REQUIRED=1; in -short mode it always
+// skips. After the package's tests
 // the cluster is torn down and checked for leftovers (namespaces, cgroups, processes,
 // mounts).
 package cluster

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,6 +45,13 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 const OwnStepEnv = "KPROXY_E2E_CLUSTER"
 
 func run(m *testing.M) int {
+	// testing.Short panics until the flags are parsed; m.Run parsing them again later
+	// changes nothing.
+	flag.Parse()
+	if testing.Short() {
+		skipReason = "-short: end-to-end, needs root and the cluster's binaries and images"
+		return m.Run()
+	}
 	if os.Getenv(OwnStepEnv) != "1" {
 		skipReason = OwnStepEnv + "!=1: make test runs this package in its own step"
 		return m.Run()

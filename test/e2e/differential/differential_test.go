@@ -20,9 +20,6 @@ import (
 // allow-list entry that matched nothing it was about (see doc.go). Phases run in
 // order: offline (parallel), cleanup, lab (one proxy at a time in node1).
 func TestDifferential(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: runs both proxies in the lab; not in -short mode")
-	}
 	l := suite.Lab(t)
 	up, ours := binaries(t)
 	cases, allow := loadInputs(t)

@@ -39,8 +39,8 @@
 //     a proxy resize the host-wide conntrack hash table is skipped with the reason.
 //   - Without root, the lab's binaries or the upstream binary ($KPROXY_UPSTREAM_BIN
 //     overrides its path) the test skips with the reason; with KPROXY_E2E_REQUIRED=1 it
-//     fails instead. The corpus and allow-list checks and the comparison logic's unit
-//     tests run everywhere.
+//     fails instead; in -short mode it skips, KPROXY_E2E_REQUIRED=1 or not. The corpus
+//     and allow-list checks and the comparison logic's unit tests run everywhere.
 //   - Every wait is a bounded condition that says what it awaited.
 //   - The allow-list cannot rot: an entry that is about something compared in this run
 //     (its case glob and aspect) but matched no difference fails the test. Entries

@@ -2,7 +2,6 @@ package differential
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,11 +18,8 @@ import (
 var suite = &labtest.Suite{Options: lab.Options{Node1Pods: 1, Node2Pods: 1}}
 
 func TestMain(m *testing.M) {
-	// -short (make unit) runs only the checks that need no lab: do not start one.
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
+	// In -short mode (make unit) suite.Main starts no lab and only the checks that
+	// need none run.
 	code := suite.Main(m)
 	proxytest.RemoveBinary()
 	os.Exit(code)
@@ -40,9 +36,12 @@ var (
 
 // binaries returns the upstream binary and ours (built from this tree by proxytest,
 // or $KPROXY_PROXY_BIN), or skips t with the reason (fails it under
-// KPROXY_E2E_REQUIRED=1).
+// KPROXY_E2E_REQUIRED=1, but skips it in -short mode whatever that says).
 func binaries(t *testing.T) (upstream, ours Binary) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs the upstream binary and builds ours")
+	}
 	binsOnce.Do(func() {
 		up := os.Getenv(UpstreamBinEnv)
 		if up == "" {

@@ -2,6 +2,7 @@ package labtest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -16,6 +17,20 @@ const RequiredEnv = "KPROXY_E2E_REQUIRED"
 // Required reports whether RequiredEnv is set to 1.
 func Required() bool { return os.Getenv(RequiredEnv) == "1" }
 
+// shortReason is why every lab test skips in -short mode, RequiredEnv or not: -short
+// (make unit) is the tests that need neither root nor the upstream binaries.
+const shortReason = "-short: end-to-end, needs root, network namespaces and the lab's binaries"
+
+// short reports whether the run is in -short mode. TestMain runs before the testing
+// package parses its flags, and testing.Short panics until they are parsed; m.Run
+// parsing them again later changes nothing.
+func short() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	return testing.Short()
+}
+
 // Suite holds the lab shared by a test package.
 type Suite struct {
 	Options lab.Options
@@ -28,6 +43,10 @@ type Suite struct {
 
 // Main is the body of TestMain: os.Exit(suite.Main(m)).
 func (s *Suite) Main(m *testing.M) int {
+	if short() {
+		s.skipReason = shortReason
+		return m.Run()
+	}
 	if err := lab.Preflight(s.Options); err != nil {
 		if Required() {
 			fmt.Fprintf(os.Stderr, "FAIL: lab unavailable and %s=1: %v\n", RequiredEnv, err)
@@ -84,9 +103,12 @@ func (s *Suite) Lab(t testing.TB) *lab.Lab {
 }
 
 // SkipUnlessAvailable skips t (or fails it under RequiredEnv) when a lab with opts
-// cannot run here. For tests that start their own lab.
+// cannot run here, and skips it in -short mode. For tests that start their own lab.
 func SkipUnlessAvailable(t testing.TB, opts lab.Options) {
 	t.Helper()
+	if short() {
+		t.Skip(shortReason)
+	}
 	if err := lab.Preflight(opts); err != nil {
 		if Required() {
 			t.Fatalf("lab unavailable and %s=1: %v", RequiredEnv, err)
