@@ -96,7 +96,8 @@ func (r *Runner) Loop(ctx context.Context) error {
 	logger.V(3).Info("Sync loop running")
 	defer logger.V(3).Info("Sync loop stopping")
 
-	// nextRun fires at maxInterval after a run, or retryInterval after a failed one.
+	// nextRun fires at maxInterval after a run, or after the back-off delay
+	// (retryDelay, at most retryInterval) after a failed one.
 	nextRun := r.clock.NewTimer(r.maxInterval)
 	defer nextRun.Stop()
 

@@ -3,10 +3,10 @@ package iptables
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
 // The kernel tests load the rendered restore inputs with the real iptables-restore
@@ -28,14 +29,9 @@ var netnsSeq atomic.Int32
 type backend string
 
 // kernelBackends returns the iptables backends usable here for family, or skips.
-func kernelBackends(t *testing.T, family v1.IPFamily) []backend {
+func kernelBackends(t testing.TB, family v1.IPFamily) []backend {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: loads rules with iptables-restore in private network namespaces")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs the ip command")
-	}
+	roottest.Require(t, "loads rules with iptables-restore in private network namespaces", "ip")
 	var out []backend
 	for _, b := range []backend{"nft", "legacy"} {
 		if _, err := exec.LookPath(binary(b, family, "-restore")); err != nil {
@@ -64,7 +60,7 @@ func binary(b backend, family v1.IPFamily, tool string) string {
 }
 
 // newNetns creates a network namespace removed at the end of the test.
-func newNetns(t *testing.T) string {
+func newNetns(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("kpl-iptr-%d-%d", os.Getpid(), netnsSeq.Add(1))
 	if out, err := exec.CommandContext(context.Background(), "ip", "netns", "add", name).CombinedOutput(); err != nil {
@@ -92,13 +88,13 @@ func run(ns string, stdin []byte, args ...string) (string, error) {
 }
 
 type kernel struct {
-	t       *testing.T
+	t       testing.TB
 	ns      string
 	backend backend
 	family  v1.IPFamily
 }
 
-func newKernel(t *testing.T, b backend, family v1.IPFamily) *kernel {
+func newKernel(t testing.TB, b backend, family v1.IPFamily) *kernel {
 	return &kernel{t: t, ns: newNetns(t), backend: b, family: family}
 }
 
@@ -265,40 +261,45 @@ func TestKernelJumpRules(t *testing.T) {
 	}
 }
 
-// TestKernelTiming times iptables-restore of a full sync of N Services x 10
-// endpoints and of one-endpoint deltas on top, with each backend, in a private
-// network namespace. Opt-in (KPROXY_KERNEL_TIMING=N, e.g. 10000): it takes seconds to
-// minutes and measures the machine, not the code.
-func TestKernelTiming(t *testing.T) {
-	n, err := strconv.Atoi(os.Getenv("KPROXY_KERNEL_TIMING"))
-	if err != nil || n < 1 {
-		t.Skip("set KPROXY_KERNEL_TIMING to a number of Services to run")
-	}
+// timingServices is the size of BenchmarkKernelTiming's cluster.
+var timingServices = flag.Int("timing-services", 1000, "Services (x 10 endpoints) of BenchmarkKernelTiming")
+
+// BenchmarkKernelTiming times iptables-restore of a full sync of -timing-services
+// Services x 10 endpoints and of one-endpoint deltas and a deletion on top, with
+// each backend, in a private network namespace: one iteration is the whole
+// experiment, reported in ms (the machine's figures, not the code's).
+func BenchmarkKernelTiming(b *testing.B) {
+	n := *timingServices
 	cfg := testConfig(v1.IPv4Protocol)
-	for _, b := range kernelBackends(t, cfg.Family) {
-		t.Run(string(b), func(t *testing.T) {
-			k := newKernel(t, b, cfg.Family)
-			views := scaleViews(n, 10)
-			full, st := fullInput(cfg, views...)
-			timed := func(what, input string) {
-				start := time.Now()
-				k.restore(input)
-				t.Logf("%s: %d lines, %v", what, strings.Count(input, "\n"), time.Since(start).Round(time.Millisecond))
-			}
-			timed("full sync", full)
-			for i := range 3 {
-				orig := views[(n/2+i)%n]
-				eps := append([]*model.Endpoint{ep(fmt.Sprintf("10.250.0.%d", i+1), 8080, false)}, orig.ClusterEndpoints[1:]...)
-				f := RenderService(cfg, view(orig.ServicePort, eps...))
+	for _, be := range kernelBackends(b, cfg.Family) {
+		b.Run(string(be), func(b *testing.B) {
+			for b.Loop() {
+				k := newKernel(b, be, cfg.Family)
+				views := scaleViews(n, 10)
+				full, st := fullInput(cfg, views...)
+				timed := func(input string) float64 {
+					start := time.Now()
+					k.restore(input)
+					return float64(time.Since(start).Microseconds()) / 1000
+				}
+				b.ReportMetric(timed(full), "full-sync-ms")
+				var replaced float64
+				for i := range 3 {
+					orig := views[(n/2+i)%n]
+					eps := append([]*model.Endpoint{ep(fmt.Sprintf("10.250.0.%d", i+1), 8080, false)}, orig.ClusterEndpoints[1:]...)
+					f := RenderService(cfg, view(orig.ServicePort, eps...))
+					var buf bytes.Buffer
+					plan := st.Plan(&buf, nil, map[model.ServicePortName]*Fragment{orig.Name: &f})
+					replaced = max(replaced, timed(buf.String()))
+					st.Commit(plan)
+				}
+				b.ReportMetric(replaced, "endpoint-replaced-max-ms")
 				var buf bytes.Buffer
-				plan := st.Plan(&buf, nil, map[model.ServicePortName]*Fragment{orig.Name: &f})
-				timed("endpoint replaced", buf.String())
-				st.Commit(plan)
+				st.Commit(st.Plan(&buf, nil, map[model.ServicePortName]*Fragment{views[0].Name: nil}))
+				b.ReportMetric(timed(buf.String()), "service-deleted-ms")
+				b.ReportMetric(timed(full), "full-sync-again-ms")
+				b.ReportMetric(float64(strings.Count(full, "\n")), "full-sync-lines")
 			}
-			var buf bytes.Buffer
-			st.Commit(st.Plan(&buf, nil, map[model.ServicePortName]*Fragment{views[0].Name: nil}))
-			timed("service deleted", buf.String())
-			timed("full sync again", full)
 		})
 	}
 }
