@@ -27,7 +27,9 @@ type ChangeResult struct {
 // the churn Services: each replaces the Service's only endpoint by another real pod.
 // The latency runs from the EndpointSlice update returning to the first probe from
 // client through the ClusterIP answered by the new pod. gap separates a change from the
-// previous one taking effect.
+// previous one taking effect, and the first change from the call (which comes right
+// after the initial sync was seen): the proxy's last write must not be less than
+// minSyncPeriod before a change, or its rate limit, not its latency, decides the figure.
 func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod, churn []*Svc, count int, gap time.Duration) (ChangeResult, error) {
 	logger := klog.FromContext(ctx)
 	var res ChangeResult
@@ -35,6 +37,11 @@ func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod
 		return res, fmt.Errorf("no churn services")
 	}
 	for k := range count {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(gap):
+		}
 		if err := r.Process.ExitReason(); err != nil {
 			return res, fmt.Errorf("%s exited (%w); log tail:\n%s", r.Proxy.Name, err, r.Process.LogTail(30))
 		}
@@ -49,11 +56,6 @@ func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod
 		}
 		res.Latencies = append(res.Latencies, lat)
 		logger.V(2).Info("Change", "proxy", r.Proxy.Name, "k", k, "service", s.Name, "latency", lat)
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(gap):
-		}
 	}
 	return res, nil
 }

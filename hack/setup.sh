@@ -14,9 +14,10 @@ fi
 # leaves behind (cleanup tests); conntrack: inspecting flows; util-linux: unshare;
 # iproute2: network namespaces and veth for the lab; procps/psmisc: process inspection;
 # containerd, runc and containernetworking-plugins (ptp, host-local): the nodes of the
-# real cluster (test/cluster, make cluster).
+# real cluster (test/cluster, make cluster); gcc and libc6-dev: cgo, which the race
+# detector of `make race` (part of `make test`) needs.
 packages=(nftables iptables ipset conntrack iproute2 procps psmisc util-linux ca-certificates
-  containerd runc containernetworking-plugins)
+  containerd runc containernetworking-plugins gcc libc6-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
