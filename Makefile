@@ -26,12 +26,14 @@ build:
 demo: setup
 	_output/bin/kproxy-lab demo
 
-## test: set up, then vet, lint, run the unit packages under the race detector and run
-## every test (end-to-end tests need root and fail, rather than skip, when they cannot
-## run). The cluster images are built first: the short cluster suite (test/e2e/cluster)
-## runs kproxy as a DaemonSet from its image.
-test: setup cluster-images vet lint verify-generated race
-	$(E2E_ENV) go test $(GO_TEST_FLAGS) ./...
+## test: set up, then vet, lint, and run every test: the packages of internal/, cmd/ and
+## bench/ (unit and kernel tests) once, under the race detector, then the end-to-end
+## suites of test/ and deploy/ (which need root and fail, rather than skip, when they
+## cannot run). The cluster images are built first: the short cluster suite
+## (test/e2e/cluster) runs kproxy as a DaemonSet from its image.
+test: setup cluster-images vet lint verify-generated
+	$(E2E_ENV) go test $(GO_TEST_FLAGS) -race ./internal/... ./cmd/... ./bench/...
+	$(E2E_ENV) go test $(GO_TEST_FLAGS) ./test/... ./deploy/...
 	@echo "the nftables suite again, with the nft command as the writer (the fallback)"
 	$(E2E_ENV) KPROXY_NFTABLES_WRITER=nft go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
 	@echo "the same suite in iptables mode"
@@ -77,12 +79,9 @@ takeover:
 unit:
 	go test $(GO_TEST_FLAGS) -short ./...
 
-## race: the unit packages (internal/, cmd/, bench/; every one builds with -race) under
-## the race detector, -short. test/ is left out: its packages are the end-to-end suites,
-## which skip under -short. Measured as root on the 2 shared cores (load 3-14):
-## 20.5 minutes cold (empty build cache: the race-instrumented standard library and
-## dependencies are built first), 4 warm; internal/render/nftables's kernel tests,
-## which do not skip under -short yet, are 3 of those 4 minutes.
+## race: the unit packages (internal/, cmd/, bench/) under the race detector, -short
+## (no root, kernel or lab test): the quick check of a change; `make test` runs the same
+## packages under the race detector with their kernel tests too.
 race:
 	go test $(GO_TEST_FLAGS) -race -short ./internal/... ./cmd/... ./bench/...
 
