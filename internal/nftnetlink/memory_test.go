@@ -66,6 +66,7 @@ func memoryFullSync(b *testing.B, ops bool) {
 	const mib = 1 << 20
 	base := liveHeap()
 	cfg := testConfig(knftables.IPv4Family)
+	cfg.EndpointMaps = true // the daemon's layout (internal/app)
 	views := scaleViews(10000, 10)
 	afterViews := liveHeap()
 	stop := peakHeap()
