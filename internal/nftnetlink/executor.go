@@ -165,6 +165,14 @@ const maxBatchChunks = 1000
 
 // apply sends the commands of the transaction texts as one batch.
 func (e *Executor) apply(ctx context.Context, texts iter.Seq[string], commit bool) error {
+	return e.send(ctx, func(sock *socket) (*builder, error) { return e.build(texts, sock, commit) },
+		func(ref commandRef) string { return commandAt(texts, ref) })
+}
+
+// send opens a socket, builds one batch on it (build may ask the kernel for set
+// types), sends it and reports the kernel's errors, each with the text quote gives
+// for the failing command.
+func (e *Executor) send(ctx context.Context, build func(*socket) (*builder, error), quote func(commandRef) string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -173,7 +181,7 @@ func (e *Executor) apply(ctx context.Context, texts iter.Seq[string], commit boo
 		return fmt.Errorf("nftnetlink: %w", err)
 	}
 	defer sock.close()
-	b, err := e.build(texts, sock, commit)
+	b, err := build(sock)
 	if err != nil {
 		return err
 	}
@@ -184,7 +192,7 @@ func (e *Executor) apply(ctx context.Context, texts iter.Seq[string], commit boo
 	if err := sock.sendBuffers(bufs); err != nil {
 		return fmt.Errorf("nftnetlink: %w", err)
 	}
-	return collectErrors(sock, b, func(ref commandRef) string { return commandAt(texts, ref) })
+	return collectErrors(sock, b, quote)
 }
 
 // partTexts yields the text of each transaction of parts (tx.String(), the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"slices"
 	"strings"
 	"time"
 
@@ -23,26 +22,8 @@ func (e *Executor) RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error {
 	if e.opts.LargeTransaction != nil {
 		defer e.opts.LargeTransaction(0)()
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	sock, err := openSocket(e.opts.NetNSPath)
-	if err != nil {
-		return fmt.Errorf("nftnetlink: %w", err)
-	}
-	defer sock.close()
-	b, err := e.buildOps(ops, sock, true)
-	if err != nil {
-		return err
-	}
-	bufs := b.buffers()
-	if len(bufs) > maxBatchChunks {
-		bufs = [][]byte{slices.Concat(bufs...)}
-	}
-	if err := sock.sendBuffers(bufs); err != nil {
-		return fmt.Errorf("nftnetlink: %w", err)
-	}
-	return collectErrors(sock, b, func(ref commandRef) string { return e.opAt(ops, ref.Line) })
+	return e.send(ctx, func(sock *socket) (*builder, error) { return e.buildOps(ops, sock, true) },
+		func(ref commandRef) string { return e.opAt(ops, ref.Line) })
 }
 
 // buildOps translates ops into one batch, as build does their text; an

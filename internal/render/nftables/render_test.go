@@ -1,31 +1,20 @@
 package nftables
 
 import (
-	"net/netip"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/render/rendertest"
 	"github.com/kproxy/kproxy/internal/testing/nfttrace"
 )
 
-func addrs(s ...string) []netip.Addr {
-	out := make([]netip.Addr, len(s))
-	for i, a := range s {
-		out[i] = netip.MustParseAddr(a)
-	}
-	return out
-}
-
-func prefixes(s ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(s))
-	for i, p := range s {
-		out[i] = netip.MustParsePrefix(p)
-	}
-	return out
-}
+var (
+	addrs    = rendertest.Addrs
+	prefixes = rendertest.Prefixes
+)
 
 type renderCase struct {
 	name   string
