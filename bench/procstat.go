@@ -81,7 +81,13 @@ func procChildren(pid int) []int {
 }
 
 // ProcPeakRSS returns VmHWM of pid in MiB.
-func ProcPeakRSS(pid int) (float64, error) {
+func ProcPeakRSS(pid int) (float64, error) { return procStatusMiB(pid, "VmHWM") }
+
+// ProcRSS returns VmRSS of pid in MiB: what it holds now.
+func ProcRSS(pid int) (float64, error) { return procStatusMiB(pid, "VmRSS") }
+
+// procStatusMiB reads the kB field of /proc/<pid>/status, in MiB.
+func procStatusMiB(pid int, field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -90,13 +96,13 @@ func ProcPeakRSS(pid int) (float64, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 			if err != nil {
-				return 0, fmt.Errorf("parse VmHWM %q: %w", line, err)
+				return 0, fmt.Errorf("parse %s %q: %w", field, line, err)
 			}
 			return kb / 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }

@@ -80,6 +80,12 @@ func (r *Running) PeakRSS() float64 {
 	return v
 }
 
+// RSS is the proxy's VmRSS in MiB.
+func (r *Running) RSS() float64 {
+	v, _ := ProcRSS(r.Process.Pid())
+	return v
+}
+
 // Stop stops the proxy and resets node1's dataplane (lab.ResetNode1Dataplane), so the next
 // proxy starts from nothing.
 func (r *Running) Stop(ctx context.Context, l *lab.Lab) error {

@@ -93,7 +93,10 @@ func (c Config) repeat(size int) int {
 
 // Figures are one proxy's results at one size.
 type Figures struct {
-	Sync, CPU, RSS            Sample
+	Sync, CPU, RSS Sample
+	// SteadyRSS is VmRSS read with RSS (VmHWM), just before the proxy is stopped,
+	// after the scenarios of its run: what a synced proxy holds.
+	SteadyRSS                 Sample
 	ChangeDefault, ChangeZero *ChangeResult
 	Latency                   *ConnectLatency
 	Rate                      *ConnectionRate
@@ -271,6 +274,7 @@ func (rn *Runner) one(ctx context.Context, mode string, p Proxy, n, rep int, mea
 	}
 	if measureSync {
 		f.RSS.Add(r.PeakRSS(), false)
+		f.SteadyRSS.Add(r.RSS(), false)
 	}
 	if err := r.Stop(ctx, rn.Lab); err != nil {
 		return err
