@@ -40,9 +40,10 @@
 // # Operations
 //
 // Op is one operation of a transaction on the table (add, flush or delete of the
-// table, chains, sets and maps, counters; add of rules and elements): a full sync
-// is a stream of Ops, which internal/nftnetlink encodes and Op.AppendText prints
-// as knftables' transaction text (for the nft binary). Set types and element keys
+// table, chains, sets and maps, counters; add of rules; add and delete of
+// elements): a full sync is a stream of Ops and a partial sync a slice of them,
+// which internal/nftnetlink encodes and Op.AppendText prints as knftables'
+// transaction text (for the nft binary). Set types and element keys
 // and values stay nft text for now; only rules are typed.
 //
 // Rules are built in bulk (about 10^5 at 10,000 Services), so statements are

@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"iter"
 	"strconv"
 	"time"
 )
@@ -19,12 +20,13 @@ const (
 	DeleteSet
 	AddRule
 	AddElement
+	DeleteElement // by key: Value and Comment are not written
 	AddCounter
 	DeleteCounter
 )
 
 // Op is one operation of a transaction on the table: a full sync is a stream of
-// them, which a writer encodes (internal/nftnetlink) or prints (AppendText) without
+// them, and so is a partial sync's delta, which a writer encodes (internal/nftnetlink) or prints (AppendText) without
 // knftables objects in between. Ops are flat values, passed by value: a full sync
 // at 10,000 Services is ~10^5 of them, and they point to the rules they add
 // rather than copy them (only a base chain's Hook is allocated).
@@ -48,7 +50,7 @@ type Op struct {
 	// Rule is AddRule's rule.
 	Rule *Rule
 	// Key and Value are AddElement's element, fields of a concatenation joined by
-	// " . "; Value is empty for a set.
+	// " . "; Value is empty for a set. DeleteElement names its element by Key.
 	Key, Value string
 }
 
@@ -62,7 +64,7 @@ var opVerbs = [...]string{
 	AddTable: "add table", DeleteTable: "delete table",
 	AddChain: "add chain", FlushChain: "flush chain", DeleteChain: "delete chain",
 	AddSet: "add set", FlushSet: "flush set", DeleteSet: "delete set",
-	AddRule: "add rule", AddElement: "add element",
+	AddRule: "add rule", AddElement: "add element", DeleteElement: "delete element",
 	AddCounter: "add counter", DeleteCounter: "delete counter",
 }
 
@@ -140,6 +142,10 @@ func (o *Op) AppendText(b []byte, f Family, table string) []byte {
 			b = append(b, o.Value...)
 		}
 		b = append(b, " }"...)
+	case DeleteElement:
+		b = append(b, " { "...)
+		b = append(b, o.Key...)
+		b = append(b, " }"...)
 	}
 	return append(b, '\n')
 }
@@ -152,4 +158,13 @@ func appendBodyComment(b []byte, c string) []byte {
 	b = append(b, " comment "...)
 	b = strconv.AppendQuote(b, c)
 	return append(b, " ;"...)
+}
+
+// AppendScript appends the text of every operation of ops (AppendText), in order:
+// the nft script of one transaction.
+func AppendScript(b []byte, ops iter.Seq[Op], f Family, table string) []byte {
+	for op := range ops {
+		b = op.AppendText(b, f, table)
+	}
+	return b
 }

@@ -33,6 +33,8 @@ func TestOpText(t *testing.T) {
 		{Op{Kind: AddElement, Name: "s", Key: "fd00::1"}, "add element ip6 kube-proxy s { fd00::1 }"},
 		{Op{Kind: AddElement, Name: "m", IsMap: true, Key: "fd00::1 . tcp . 80", Value: "goto x", Comment: "ns/svc:p"},
 			`add element ip6 kube-proxy m { fd00::1 . tcp . 80 comment "ns/svc:p" : goto x }`},
+		{Op{Kind: DeleteElement, Name: "m", IsMap: true, Key: "fd00::1 . tcp . 80", Value: "goto x", Comment: "ns/svc:p"},
+			"delete element ip6 kube-proxy m { fd00::1 . tcp . 80 }"},
 		{Op{Kind: AddCounter, Name: "n"}, "add counter ip6 kube-proxy n"},
 		{Op{Kind: DeleteCounter, Name: "n"}, "delete counter ip6 kube-proxy n"},
 	} {

@@ -80,7 +80,7 @@ func BenchmarkOpsFull10k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		bd, err := ex.buildOps(render.FullOps(st, cfg.Family), nil, true)
+		bd, err := ex.buildOps(render.FullOps(st), nil, true)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -73,11 +73,14 @@
 // statement; writeRule (script.go) sends the result.
 //
 // RunOps (ops.go) writes a stream of typed operations, a full sync
-// (render/nftables.FullOps), without text: rules through encodeRule, and the
-// table, chains, sets, elements and counters through the same encoders the text
+// (render/nftables.FullOps) or a partial one (render/nftables.Plan.Ops), without
+// text; the daemon writes every sync this way, and Run, RunScript and the text
+// parser serve knftables callers and the tests. Rules go through encodeRule, and
+// the table, chains, sets, elements and counters through the encoders the text
 // commands call after parsing (newTable, newChain, newSet, element, newCounter),
-// so both paths send the same batch (TestBuildOpsIsBuildScript, every renderer
-// case and a scale case, full sync and refresh). Set types and element keys and
+// so both paths send the same batch (TestBuildOpsIsBuildScript: every renderer
+// case and a scale case, full sync and refresh; TestBuildOpsIsBuildTextForDeltas:
+// every partial sync of the plan scenarios). Set types and element keys and
 // values are still nft words, parsed as in the text. The rule cache is shared
 // too, keyed by the rule's printed text; the failing operation of a refused batch
 // is quoted as its text. TestEncodeRuleMatchesText

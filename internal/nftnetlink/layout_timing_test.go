@@ -227,12 +227,11 @@ func layoutTiming(b *testing.B, cfg *render.Config, transform func(render.Fragme
 		var ds []time.Duration
 		ops := 0
 		for i := range reps {
-			tx := ex.NewTransaction()
-			p := st.Plan(tx, nil, updates(i), render.PlanOptions{})
-			ops = tx.NumOperations()
+			p := st.Plan(nil, updates(i), render.PlanOptions{})
+			ops = len(p.Ops)
 			start := time.Now()
-			if err := ex.Run(ctx, tx); err != nil {
-				b.Fatalf("%v\n%s", err, tx.String())
+			if err := ex.RunOps(ctx, slices.Values(p.Ops)); err != nil {
+				b.Fatal(err)
 			}
 			ds = append(ds, time.Since(start))
 			st.Commit(p)

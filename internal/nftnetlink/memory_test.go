@@ -83,7 +83,7 @@ func memoryFullSync(b *testing.B, ops bool) {
 	var run func() error
 	before := afterState
 	if ops {
-		run = func() error { return ex.RunOps(context.Background(), render.FullOps(st, cfg.Family)) }
+		run = func() error { return ex.RunOps(context.Background(), render.FullOps(st)) }
 	} else {
 		tx := ex.NewTransaction()
 		stop = peakHeap()

@@ -18,9 +18,29 @@ import (
 // sets, elements and counters through the encoders the text commands use. No text
 // is written, except the failing command's when the kernel rejects the batch: ops
 // is then iterated again to print it, so it must yield the same operations again.
+// Options.LargeTransaction is called once ops has yielded LargeTransactionOps
+// operations (a full sync), and its function once the batch was sent: the small
+// transactions of partial syncs never call it.
 func (e *Executor) RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error {
-	if e.opts.LargeTransaction != nil {
-		defer e.opts.LargeTransaction(0)()
+	if hook := e.opts.LargeTransaction; hook != nil {
+		var done func()
+		defer func() {
+			if done != nil {
+				done()
+			}
+		}()
+		inner := ops
+		ops = func(yield func(nft.Op) bool) {
+			n := 0
+			for op := range inner {
+				if n++; n == LargeTransactionOps && done == nil {
+					done = hook(n)
+				}
+				if !yield(op) {
+					return
+				}
+			}
+		}
 	}
 	return e.send(ctx, func(sock *socket) (*builder, error) { return e.buildOps(ops, sock, true) },
 		func(ref commandRef) string { return e.opAt(ops, ref.Line) })
@@ -68,7 +88,7 @@ func (e *Executor) opAt(ops iter.Seq[nft.Op], i int32) string {
 
 // op translates one operation.
 func (t *translator) op(op *nft.Op) error {
-	if op.Kind != nft.AddElement {
+	if op.Kind != nft.AddElement && op.Kind != nft.DeleteElement {
 		t.flushElems()
 		t.b.markCommand(t.at)
 	}
@@ -120,6 +140,13 @@ func (t *translator) op(op *nft.Op) error {
 		return t.opRule(op)
 	case nft.AddElement:
 		return t.opElement(op)
+	case nft.DeleteElement:
+		info, err := t.set(op.Name)
+		if err != nil {
+			return err
+		}
+		t.kparts = appendFields(t.kparts[:0], op.Key)
+		return t.element("delete", op.Name, info, t.kparts, "", elemValue{})
 	case nft.AddCounter:
 		t.newCounter("add", op.Name, 0, 0)
 		return nil

@@ -43,8 +43,8 @@ func TestBuildOpsIsBuildScript(t *testing.T) {
 			ops    iter.Seq[nft.Op]
 			script iter.Seq[string]
 		}{
-			{"full", render.FullOps(in.st, in.cfg.Family), render.FullScript(in.st, in.cfg.Family, 64<<10)},
-			{"refresh", render.RefreshOps(in.st, existing, in.cfg.Family), render.RefreshScript(in.st, existing, in.cfg.Family, 64<<10)},
+			{"full", render.FullOps(in.st), render.FullScript(in.st, in.cfg.Family, 64<<10)},
+			{"refresh", render.RefreshOps(in.st, existing), render.RefreshScript(in.st, existing, in.cfg.Family, 64<<10)},
 		} {
 			want, err := ex.build(sync.script, nil, true)
 			if err != nil {
@@ -61,14 +61,51 @@ func TestBuildOpsIsBuildScript(t *testing.T) {
 	}
 }
 
+// TestBuildOpsIsBuildTextForDeltas: the batch of every partial sync of the
+// renderer's plan scenarios (deltaSteps) written from its typed operations is
+// byte for byte the batch of the knftables transaction text of the same
+// operations, the path partial syncs took before they were typed. Each delta
+// follows the full sync of the state it applies to, in one batch, so that every
+// set is defined without a kernel.
+func TestBuildOpsIsBuildTextForDeltas(t *testing.T) {
+	cfg := testConfig(knftables.IPv4Family)
+	steps, st := deltaStepsOn(cfg, 200)
+	ex, err := New(cfg.Family, render.TableName, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range steps {
+		before := slices.Collect(render.FullOps(st))
+		delta, commit := step.write()
+		ops := slices.Concat(before, delta)
+		tx := ex.NewTransaction()
+		render.AddOps(tx, slices.Values(ops))
+		want, err := ex.build(oneText(tx.String()), nil, true)
+		if err != nil {
+			t.Fatalf("%s: text: %v", step.name, err)
+		}
+		got, err := ex.buildOps(slices.Values(ops), nil, true)
+		if err != nil {
+			t.Fatalf("%s: ops: %v", step.name, err)
+		}
+		if !bytes.Equal(slices.Concat(got.buffers()...), slices.Concat(want.buffers()...)) {
+			t.Errorf("%s: the batch of the operations differs from the batch of their text", step.name)
+		}
+		commit()
+	}
+}
+
 // TestRunOpsIsOneTransaction: a full sync run as typed operations programs the
-// table RunScript programs from its text; a kernel error aborts the whole batch
-// and quotes the failing operation's text.
+// table RunScript programs from its text, within one LargeTransaction call; a
+// kernel error aborts the whole batch and quotes the failing operation's text.
 func TestRunOpsIsOneTransaction(t *testing.T) {
 	needRoot(t)
 	cfg := testConfig(knftables.IPv4Family)
 	cfg.EndpointMaps = true
-	st := renderState(cfg, scaleViews(500, 10))
+	st := renderState(cfg, scaleViews(2000, 10))
+	if n := len(slices.Collect(render.FullOps(st))); n <= LargeTransactionOps {
+		t.Fatalf("the full sync has %d operations, want more than LargeTransactionOps", n)
+	}
 	nsText, nsOps := testNetns(t), testNetns(t)
 	ctx := context.Background()
 
@@ -79,13 +116,28 @@ func TestRunOpsIsOneTransaction(t *testing.T) {
 	if err := text.RunScript(ctx, render.FullScript(st, cfg.Family, 64<<10)); err != nil {
 		t.Fatalf("script: %v", err)
 	}
-	ex, err := New(cfg.Family, render.TableName, Options{NetNSPath: netnsPath(nsOps)})
+	var largeCalls int
+	ex, err := New(cfg.Family, render.TableName, Options{NetNSPath: netnsPath(nsOps),
+		LargeTransaction: func(int) func() { largeCalls++; return func() {} }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := render.FullOps(st, cfg.Family)
+	ops := render.FullOps(st)
 	if err := ex.RunOps(ctx, ops); err != nil {
 		t.Fatalf("ops: %v", err)
+	}
+	if largeCalls != 1 {
+		t.Errorf("LargeTransaction called %d times for a full sync, want 1", largeCalls)
+	}
+	// A partial sync's few operations do not call it.
+	if err := ex.RunOps(ctx, slices.Values([]nft.Op{{Kind: nft.FlushChain, Name: "services"}})); err != nil {
+		t.Fatal(err)
+	}
+	if largeCalls != 1 {
+		t.Errorf("LargeTransaction called for a one-operation transaction")
+	}
+	if err := ex.RunOps(ctx, ops); err != nil {
+		t.Fatalf("ops again: %v", err)
 	}
 	want := listTable(t, nsText, cfg.Family, render.TableName)
 	if got := listTable(t, nsOps, cfg.Family, render.TableName); got != want {

@@ -2,32 +2,40 @@ package nftnetlink
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
-// step writes one transaction from the applied state; commit runs after it
-// succeeded.
+// step returns the operations of one transaction from the applied state; commit
+// runs after it succeeded.
 type step struct {
 	name  string
-	write func(tx *knftables.Transaction) (commit func())
+	write func() (ops []nft.Op, commit func())
 }
 
 // deltaSteps are the renderer's plan scenarios (plan_test.go planCases) on a
 // synthetic cluster of n Services x 3 endpoints, chained on one table.
 func deltaSteps(cfg *render.Config, n int) []step {
+	steps, _ := deltaStepsOn(cfg, n)
+	return steps
+}
+
+// deltaStepsOn is deltaSteps, with the state they apply to and commit into.
+func deltaStepsOn(cfg *render.Config, n int) ([]step, *render.State) {
 	views := scaleViews(n, 3)
 	st := renderState(cfg, views)
 	var stale []string
 	delta := func(name string, opts render.PlanOptions, updates func() map[model.ServicePortName]*render.Fragment) step {
-		return step{name, func(tx *knftables.Transaction) func() {
-			p := st.Plan(tx, nil, updates(), opts)
-			return func() { st.Commit(p); stale = append(stale, p.StaleChains...) }
+		return step{name, func() ([]nft.Op, func()) {
+			p := st.Plan(nil, updates(), opts)
+			return p.Ops, func() { st.Commit(p); stale = append(stale, p.StaleChains...) }
 		}}
 	}
 	one := func(v *model.ServicePortView) map[model.ServicePortName]*render.Fragment {
@@ -37,7 +45,7 @@ func deltaSteps(cfg *render.Config, n int) []step {
 		return map[model.ServicePortName]*render.Fragment{v.Name: nil}
 	}
 	return []step{
-		{"full sync", func(tx *knftables.Transaction) func() { render.WriteFull(tx, st); return func() {} }},
+		{"full sync", func() ([]nft.Op, func()) { return slices.Collect(render.FullOps(st)), func() {} }},
 		delta("add one service", render.PlanOptions{}, func() map[model.ServicePortName]*render.Fragment {
 			return one(scaleView(n+1, 3))
 		}),
@@ -48,9 +56,8 @@ func deltaSteps(cfg *render.Config, n int) []step {
 		delta("delete a service", render.PlanOptions{}, func() map[model.ServicePortName]*render.Fragment { return deleted(views[2]) }),
 		delta("delete a nodeport lb affinity service (deferred chain deletes)", render.PlanOptions{DeferChainDeletes: true},
 			func() map[model.ServicePortName]*render.Fragment { return deleted(views[0]) }),
-		{"delete stale chains", func(tx *knftables.Transaction) func() {
-			st.DeleteStaleChains(tx, stale)
-			return func() { stale = nil }
+		{"delete stale chains", func() ([]nft.Op, func()) {
+			return st.DeleteStaleChains(stale), func() { stale = nil }
 		}},
 		delta("delete a nodeport lb affinity service", render.PlanOptions{}, func() map[model.ServicePortName]*render.Fragment {
 			return deleted(views[100])
@@ -71,12 +78,13 @@ func deltaSteps(cfg *render.Config, n int) []step {
 		delta("many endpoints (numgen map)", render.PlanOptions{}, func() map[model.ServicePortName]*render.Fragment {
 			return one(scaleView(5, 40))
 		}),
-		{"full sync again", func(tx *knftables.Transaction) func() { render.WriteFull(tx, st); return func() {} }},
-	}
+		{"full sync again", func() ([]nft.Op, func()) { return slices.Collect(render.FullOps(st)), func() {} }},
+	}, st
 }
 
-// TestEquivalentToNftDeltas runs each step's transaction both through nft (one
-// namespace) and the executor (another) and compares the listings after each.
+// TestEquivalentToNftDeltas runs each step's transaction both through nft, as
+// printed (one namespace), and the executor's RunOps (another), the daemon's two
+// writers, and compares the listings after each.
 func TestEquivalentToNftDeltas(t *testing.T) {
 	needRoot(t)
 	cfg := testConfig(knftables.IPv4Family)
@@ -91,12 +99,12 @@ func runSteps(t *testing.T, family knftables.Family, steps []step) {
 		t.Fatal(err)
 	}
 	for _, s := range steps {
-		tx := ex.NewTransaction()
-		commit := s.write(tx)
-		if out, err := nftIn(nsNft, tx.String()); err != nil {
+		ops, commit := s.write()
+		text := nft.AppendScript(nil, slices.Values(ops), ex.nftFamily(), render.TableName)
+		if out, err := nftIn(nsNft, string(text)); err != nil {
 			t.Fatalf("%s: nft -f: %v\n%s", s.name, err, out)
 		}
-		if err := ex.Run(context.Background(), tx); err != nil {
+		if err := ex.RunOps(context.Background(), slices.Values(ops)); err != nil {
 			t.Fatalf("%s: netlink: %v", s.name, err)
 		}
 		commit()
@@ -104,6 +112,6 @@ func runSteps(t *testing.T, family knftables.Family, steps []step) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("%s: listing differs (-nft +netlink):\n%s", s.name, diff)
 		}
-		t.Logf("%s: %d operations, listings identical", s.name, tx.NumOperations())
+		t.Logf("%s: %d operations, listings identical", s.name, len(ops))
 	}
 }

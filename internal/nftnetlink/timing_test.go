@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
@@ -132,17 +133,16 @@ func BenchmarkKernelTiming10k(b *testing.B) {
 			var nftTimes, nlTimes, buildTimes, kernelTimes []time.Duration
 			ops := 0
 			for i := range reps {
-				tx := ex.NewTransaction()
-				p := st.Plan(tx, nil, updates(i), render.PlanOptions{})
-				ops = tx.NumOperations()
-				nftTimes = append(nftTimes, nftTimed(b, nsNft, tx.String()))
+				p := st.Plan(nil, updates(i), render.PlanOptions{})
+				ops = len(p.Ops)
+				text := nft.AppendScript(nil, slices.Values(p.Ops), ex.nftFamily(), render.TableName)
+				nftTimes = append(nftTimes, nftTimed(b, nsNft, string(text)))
 				start := time.Now()
 				sock, err := openSocket(ex.opts.NetNSPath)
 				if err != nil {
 					b.Fatal(err)
 				}
-				texts := oneText(tx.String())
-				batch, err := ex.build(texts, sock, true)
+				batch, err := ex.buildOps(slices.Values(p.Ops), sock, true)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -151,7 +151,7 @@ func BenchmarkKernelTiming10k(b *testing.B) {
 					b.Fatal(err)
 				}
 				sent := time.Now()
-				if err := collectErrors(sock, batch, func(r commandRef) string { return commandAt(texts, r) }); err != nil {
+				if err := collectErrors(sock, batch, func(r commandRef) string { return ex.opAt(slices.Values(p.Ops), r.Line) }); err != nil {
 					b.Fatal(err)
 				}
 				sock.close()

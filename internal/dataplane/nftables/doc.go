@@ -1,7 +1,7 @@
 // Package nftables is the thin dataplane layer of kproxy's nftables mode: one Proxier
 // per IP family turns the model's committed changes into rendered fragments
 // (internal/render/nftables), writes only the difference from what it last applied
-// as one atomic knftables transaction, and then does the follow-up work of a sync:
+// as one atomic transaction of typed operations (nft.Op), and then does the follow-up work of a sync:
 // stale UDP conntrack flows, service health-check ports, metrics and /healthz.
 //
 // Contract:
@@ -9,17 +9,17 @@
 //   - The first Sync, the first after a failed transaction, and one every
 //     FullSyncPeriod are full syncs: they list the names of the table's chains, sets,
 //     maps and counters (ListAll) and rewrite the whole table in place in one atomic
-//     transaction (render.RefreshOps, or WriteRefresh for a writer that is not an
-//     OpsRunner), which keeps what the packet path stored in the session-affinity
+//     transaction (render.RefreshOps), which keeps what the packet path stored in the session-affinity
 //     sets. When the listing fails, or the kernel refuses the refresh (an existing
 //     object's definition changed), the same Sync replaces the table instead ("add
-//     table; delete table; add table; ...", render.FullOps or WriteFull), which
+//     table; delete table; add table; ...", render.FullOps), which
 //     resets affinity. Every other Sync writes only the fragments of the
 //     ServicePorts that changed.
-//   - A full sync is written as typed operations (render.FullOps or RefreshOps)
-//     when Config.NFT implements OpsRunner (the netlink writer,
-//     nftnetlink.Executor), one atomic batch with no knftables objects and no
-//     text; otherwise (the nft binary) as one knftables transaction.
+//   - Every sync, full (render.FullOps, RefreshOps) or partial (render.Plan.Ops),
+//     is a stream of typed operations: encoded as one atomic netlink batch, with
+//     no knftables objects and no text, when Config.NFT implements OpsRunner (the
+//     netlink writer, nftnetlink.Executor); otherwise (the nft binary, a Fake)
+//     added to one knftables transaction (render.AddOps).
 //   - A failed transaction leaves the kernel on the previous whole state (nft
 //     transactions are atomic), is counted in
 //     kubeproxy_sync_proxy_rules_nftables_sync_failures_total, and is returned so the

@@ -39,7 +39,7 @@ func BenchmarkRetainedMemory10k(b *testing.B) {
 		withModel := liveHeapMB()
 		base := render.RenderBase(&cfg)
 		rs := render.NewState(&base, render.RenderServices(&cfg, collectViews(st)))
-		for op := range render.FullOps(rs, cfg.Family) {
+		for op := range render.FullOps(rs) {
 			_ = op
 		}
 		withRender := liveHeapMB()

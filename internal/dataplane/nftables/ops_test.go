@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"strings"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/nft"
@@ -16,9 +15,9 @@ import (
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
-// opsNFT is a writer that applies a full sync given as typed operations (as
-// nftnetlink.Executor.RunOps does in one batch), printed and applied line after
-// line on the Fake; asked to fail, it fails the whole call without applying
+// opsNFT is a writer that applies a stream of typed operations in one
+// transaction, as nftnetlink.Executor.RunOps does in one batch, here on the Fake
+// (render.AddOps); asked to fail, it fails the whole call without applying
 // anything.
 type opsNFT struct {
 	*recordingNFT
@@ -31,10 +30,10 @@ type opsNFT struct {
 func (s *opsNFT) RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error {
 	s.calls++
 	s.ops = 0
-	var text []byte
+	tx := s.recordingNFT.Fake.NewTransaction()
 	for op := range ops {
 		s.ops++
-		text = op.AppendText(text, nft.IPv4, render.TableName)
+		render.AddOps(tx, slices.Values([]nft.Op{op}))
 	}
 	if s.failures > 0 {
 		s.failures--
@@ -42,68 +41,13 @@ func (s *opsNFT) RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error {
 	}
 	s.recordingNFT.mu.Lock()
 	defer s.recordingNFT.mu.Unlock()
-	return applyScript(ctx, s.recordingNFT.Fake, string(text))
-}
-
-// applyScript runs nft command lines on fake, in order: "add" lines through
-// ParseDump (knftables' dump format is the same commands), "flush" and "delete"
-// lines as transactions.
-func applyScript(ctx context.Context, fake *knftables.Fake, text string) error {
-	var adds strings.Builder
-	applyAdds := func() error {
-		if adds.Len() == 0 {
-			return nil
-		}
-		defer adds.Reset()
-		return fake.ParseDump(adds.String())
-	}
-	for _, line := range strings.Split(text, "\n") {
-		if line == "" {
-			continue
-		}
-		if strings.HasPrefix(line, "add ") {
-			adds.WriteString(line + "\n")
-			continue
-		}
-		if err := applyAdds(); err != nil {
-			return err
-		}
-		f := strings.Fields(line) // verb kind family table [name]
-		if len(f) < 4 {
-			return fmt.Errorf("cannot apply %q", line)
-		}
-		var obj knftables.Object
-		switch f[1] {
-		case "table":
-			obj = &knftables.Table{}
-		case "chain":
-			obj = &knftables.Chain{Name: f[4]}
-		case "set":
-			obj = &knftables.Set{Name: f[4]}
-		case "map":
-			obj = &knftables.Map{Name: f[4]}
-		default:
-			return fmt.Errorf("cannot apply %q", line)
-		}
-		tx := fake.NewTransaction()
-		switch f[0] {
-		case "flush":
-			tx.Flush(obj)
-		case "delete":
-			tx.Delete(obj)
-		default:
-			return fmt.Errorf("cannot apply %q", line)
-		}
-		if err := fake.Run(ctx, tx); err != nil {
-			return fmt.Errorf("%s: %w", line, err)
-		}
-	}
-	return applyAdds()
+	return s.recordingNFT.Fake.Run(ctx, tx)
 }
 
 // TestFullSyncAsOps: with a writer that takes typed operations, a full sync is
 // written as one stream of them that programs the full render; a failed one is
-// retried in full, and partial syncs stay knftables transactions.
+// retried in full; a partial sync is written as operations too, never as a
+// knftables transaction.
 func TestFullSyncAsOps(t *testing.T) {
 	var writer *opsNFT
 	f := newFixture(t, func(c *Config) {
@@ -136,12 +80,14 @@ func TestFullSyncAsOps(t *testing.T) {
 	}
 	f.checkTableIsFullRender(testRenderConfig())
 
-	// A partial sync is one transaction through Run.
-	before := writer.runs()
+	// A partial sync is one RunOps call.
 	f.State.OnServiceDelete(dptest.Service("ns", "svc-7", "172.30.0.8", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.sync()
-	if writer.calls != 3 || writer.runs() != before+1 {
-		t.Fatalf("partial sync: %d RunOps calls and %d new transactions, want 3 and 1", writer.calls, writer.runs()-before)
+	if writer.calls != 4 || writer.runs() != 0 {
+		t.Fatalf("partial sync: %d RunOps calls and %d transactions in all, want 4 and 0", writer.calls, writer.runs())
+	}
+	if writer.ops == 0 || writer.ops >= services {
+		t.Fatalf("partial sync of one deleted Service written in %d operations", writer.ops)
 	}
 	f.checkTableIsFullRender(testRenderConfig())
 }
@@ -178,5 +124,5 @@ func TestPrecommit(t *testing.T) {
 	f.checkTableIsFullRender(testRenderConfig())
 }
 
-// The netlink writer takes full syncs as typed operations.
+// The netlink writer takes every sync as typed operations.
 var _ OpsRunner = (*nftnetlink.Executor)(nil)

@@ -133,7 +133,6 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		}
 		commit = func() { p.base, p.applied, p.core.LastFullSync = &base, st, start }
 	} else {
-		tx := p.cfg.NFT.NewTransaction()
 		updates := proxycore.RenderChanged(p.cfg.State, update, func(v *model.ServicePortView) render.Fragment {
 			return render.RenderService(&p.renderCfg, v)
 		})
@@ -142,8 +141,8 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 			b := render.RenderBase(&p.renderCfg)
 			newBase = &b
 		}
-		plan := p.applied.Plan(tx, newBase, updates, render.PlanOptions{})
-		run = func() error { ops = tx.NumOperations(); return p.cfg.NFT.Run(ctx, tx) }
+		plan := p.applied.Plan(newBase, updates, render.PlanOptions{})
+		run = p.opsRunner(ctx, slices.Values(plan.Ops), &ops)
 		commit = func() {
 			p.applied.Commit(plan)
 			if newBase != nil {
@@ -181,8 +180,9 @@ func (p *Proxier) afterSync(ctx context.Context, full bool, changed, deleted []m
 }
 
 // OpsRunner is implemented by writers that apply a stream of typed operations as
-// one atomic transaction (nftnetlink.Executor): a full sync is then written as
-// render.FullOps, never as a knftables transaction or as text.
+// one atomic transaction (nftnetlink.Executor): every sync, full (render.FullOps)
+// or partial (render.Plan.Ops), is then encoded from the renderer's operations,
+// never through a knftables transaction or text.
 type OpsRunner interface {
 	RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error
 }
@@ -206,11 +206,17 @@ func (p *Proxier) existingObjects(ctx context.Context) *render.Existing {
 // its operations into ops: a refresh of the table holding existing, or its
 // replacement when existing is nil.
 func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, existing *render.Existing, ops *int) func() error {
+	if existing != nil {
+		return p.opsRunner(ctx, render.RefreshOps(st, existing), ops)
+	}
+	return p.opsRunner(ctx, render.FullOps(st), ops)
+}
+
+// opsRunner returns the function that writes stream as one transaction, counting
+// its operations into ops: encoded directly by an OpsRunner (the netlink writer),
+// else added to a knftables transaction (the nft binary's writer, a Fake).
+func (p *Proxier) opsRunner(ctx context.Context, stream iter.Seq[nft.Op], ops *int) func() error {
 	if runner, ok := p.cfg.NFT.(OpsRunner); ok {
-		stream := render.FullOps(st, p.renderCfg.Family)
-		if existing != nil {
-			stream = render.RefreshOps(st, existing, p.renderCfg.Family)
-		}
 		return func() error {
 			// Counted when an iteration is complete: the runner iterates again,
 			// up to the failing operation, to quote it in an error.
@@ -229,11 +235,7 @@ func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, existing
 	}
 	return func() error {
 		tx := p.cfg.NFT.NewTransaction()
-		if existing != nil {
-			render.WriteRefresh(tx, st, existing)
-		} else {
-			render.WriteFull(tx, st)
-		}
+		render.AddOps(tx, stream)
 		*ops = tx.NumOperations()
 		return p.cfg.NFT.Run(ctx, tx)
 	}

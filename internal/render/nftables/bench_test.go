@@ -45,7 +45,7 @@ func BenchmarkDiffOneChange10k(b *testing.B) {
 		f := RenderService(cfg, versions[i%2])
 		i++
 		tx := fake.NewTransaction()
-		plan := st.Plan(tx, nil, map[model.ServicePortName]*Fragment{orig.Name: &f}, PlanOptions{})
+		plan := planInto(tx, st, nil, map[model.ServicePortName]*Fragment{orig.Name: &f}, PlanOptions{})
 		st.Commit(plan)
 		b.ReportMetric(float64(tx.NumOperations()), "ops")
 	}
@@ -63,6 +63,6 @@ func BenchmarkDiffAll10kNoChange(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		tx := fake.NewTransaction()
-		st.Plan(tx, &base, renderFragments(cfg, views), PlanOptions{})
+		planInto(tx, st, &base, renderFragments(cfg, views), PlanOptions{})
 	}
 }

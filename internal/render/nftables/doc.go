@@ -1,8 +1,8 @@
 // Package nftables is kproxy's pure nftables renderer: it turns the model (one
 // model.ServicePortView per ServicePort) into a description of the `kube-proxy` table
 // of one family (ip or ip6), and turns (last applied, desired) into a minimal
-// sigs.k8s.io/knftables transaction. It does no I/O and keeps no global state: the
-// dataplane runs the transactions it writes.
+// transaction, a sequence of typed operations (internal/nft's Op). It does no I/O
+// and keeps no global state: the dataplane runs the transactions it returns.
 //
 // # API
 //
@@ -11,29 +11,31 @@
 //	RenderService(cfg, view) Fragment         one ServicePort's chains and elements
 //	RenderServices(cfg, views) map[name]*Fragment
 //	NewState(base, services) *State           what a full sync programs
-//	WriteRefresh(tx, state, existing)         full sync keeping the table (and affinity)
-//	WriteFull(tx, state)                      full sync replacing the table
-//	RefreshOps / FullOps                      the same, as typed operations (nft.Op)
-//	RefreshScript / FullScript                the same, as nft text in pieces (printed ops)
-//	state.Plan(tx, base, updates, opts) *Plan delta for changed fragments only
+//	RefreshOps(state, existing)               full sync keeping the table (and affinity)
+//	FullOps(state)                            full sync replacing the table
+//	state.Plan(base, updates, opts) *Plan     delta for changed fragments only (Plan.Ops)
 //	state.Commit(plan)                        after the transaction succeeded
-//	state.DeleteStaleChains(tx, chains) int   with PlanOptions.DeferChainDeletes
+//	state.DeleteStaleChains(chains) []nft.Op  with PlanOptions.DeferChainDeletes
+//	AddOps(tx, ops)                           operations into a knftables transaction
+//	WriteRefresh / WriteFull(tx, ...)         AddOps of RefreshOps / FullOps
+//	RefreshScript / FullScript                the same, as nft text in pieces (printed ops)
 //
-// Typical sync loop (tx from knftables.Interface.NewTransaction of the table
-// TableName in cfg.Family):
+// Typical sync loop (run: a writer of operations, nftnetlink.Executor.RunOps, or
+// AddOps into a knftables transaction of the table TableName in cfg.Family):
 //
 //	first sync, or after a failed transaction:
 //	    st := NewState(&base, RenderServices(cfg, views))
-//	    WriteRefresh(tx, st, listed); run; or, if refused, WriteFull(tx, st); run
+//	    run(RefreshOps(st, listed)); or, if refused, run(FullOps(st))
 //	    applied = st
 //	otherwise, with the ServicePorts that changed (nil fragment = deleted):
-//	    plan := applied.Plan(tx, nil /* or &newBase */, updates, opts); run; applied.Commit(plan)
+//	    plan := applied.Plan(nil /* or &newBase */, updates, opts); run(plan.Ops); applied.Commit(plan)
 //
 // A Fragment is a plain, sorted, immutable description (chains with typed rules,
 // sets and maps, elements of named sets and maps). Rules are internal/nft values
-// (Rule is nft.Rule): the renderer builds statements, never text, and the knftables
-// conversions and FullScript print them with internal/nft's printer, so the text is
-// written in one place and a netlink writer can encode the same values directly.
+// (Rule is nft.Rule): the renderer builds statements, never text, and turns
+// fragments into operations in one place (ops.go); AddOps and FullScript print
+// them with internal/nft's printer, so the text is written in one place and a
+// netlink writer encodes the same values directly.
 // Rendering the same input twice gives equal Fragments, so callers may re-render
 // everything and still program nothing when nothing changed; Plan costs O(size of
 // the changed fragments).

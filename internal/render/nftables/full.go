@@ -1,9 +1,12 @@
 package nftables
 
 import (
+	"iter"
 	"slices"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // WriteFull writes into tx a transaction that atomically replaces whatever the table
@@ -13,7 +16,7 @@ import (
 // and lets base chains change hook or priority; the cost is that session-affinity
 // memory is reset. Use WriteRefresh when the table exists, and WriteFull when it
 // does not or WriteRefresh's transaction was refused; Plan otherwise.
-func WriteFull(tx *knftables.Transaction, s *State) { s.writeFull(tx, nil) }
+func WriteFull(tx *knftables.Transaction, s *State) { AddOps(tx, FullOps(s)) }
 
 // WriteRefresh writes into tx a transaction that atomically makes the table, which
 // holds existing, equal to s while keeping it: every chain of s is created or
@@ -25,41 +28,7 @@ func WriteFull(tx *knftables.Transaction, s *State) { s.writeFull(tx, nil) }
 // definition differs from s's (a base chain's hook, a set's type): then use
 // WriteFull.
 func WriteRefresh(tx *knftables.Transaction, s *State, existing *Existing) {
-	if existing == nil {
-		existing = &Existing{}
-	}
-	s.writeFull(tx, existing)
-}
-
-func (s *State) writeFull(tx *knftables.Transaction, existing *Existing) {
-	s.fullOps(existing, func(op fullOp) {
-		switch op.kind {
-		case opAddTable:
-			tx.Add(tableObject())
-		case opDeleteTable:
-			tx.Delete(&knftables.Table{})
-		case opAddChain:
-			tx.Add(op.chain.object())
-		case opAddContainer:
-			tx.Add(op.container.addObject())
-		case opAddRule:
-			tx.Add(ruleObject(op.chain.Name, op.rule))
-		case opAddElement:
-			tx.Add(elementObject(op.id, op.claim))
-		case opFlushChain:
-			tx.Flush(&knftables.Chain{Name: op.name})
-		case opFlushContainer:
-			tx.Flush(namedContainer(op.name, op.isMap))
-		case opDeleteChain:
-			tx.Delete(&knftables.Chain{Name: op.name})
-		case opDeleteContainer:
-			tx.Delete(namedContainer(op.name, op.isMap))
-		case opAddCounter:
-			tx.Add(op.counter.object())
-		case opDeleteCounter:
-			tx.Delete(&knftables.Counter{Name: op.name})
-		}
-	})
+	AddOps(tx, RefreshOps(s, existing))
 }
 
 // Existing names the chains, sets, maps and named counters the kube-proxy table
@@ -68,57 +37,44 @@ type Existing struct {
 	Chains, Sets, Maps, Counters []string
 }
 
-func namedContainer(name string, isMap bool) knftables.Object {
-	c := Container{Name: name, IsMap: isMap}
-	return c.nameObject()
+// FullOps yields the full sync of s (WriteFull's transaction) as typed operations,
+// for a writer that encodes them directly (nftnetlink.Executor.RunOps): at 10,000
+// Services a full sync is ~140,000 operations, and building a knftables object for
+// each, or its text, costs more than encoding it. Every iteration yields the same
+// operations.
+func FullOps(s *State) iter.Seq[nft.Op] { return s.ops(nil) }
+
+// RefreshOps is FullOps for WriteRefresh's transaction: the table, which holds
+// existing, is kept, and so is session-affinity memory.
+func RefreshOps(s *State, existing *Existing) iter.Seq[nft.Op] {
+	if existing == nil {
+		existing = &Existing{}
+	}
+	return s.ops(existing)
 }
 
-func tableObject() *knftables.Table {
-	return &knftables.Table{Comment: knftables.PtrTo(TableComment)}
+func (s *State) ops(existing *Existing) iter.Seq[nft.Op] {
+	return func(yield func(nft.Op) bool) {
+		stopped := false
+		s.fullOps(existing, func(op nft.Op) {
+			if !stopped {
+				stopped = !yield(op)
+			}
+		})
+	}
 }
-
-// fullOp is one operation of a full sync.
-type fullOp struct {
-	kind      fullOpKind
-	chain     *Chain
-	rule      *Rule
-	container *Container
-	counter   *Counter
-	id        elementID
-	claim     claim
-	// name (and isMap) name the object of flush and delete operations.
-	name  string
-	isMap bool
-}
-
-type fullOpKind int
-
-const (
-	opAddTable fullOpKind = iota
-	opDeleteTable
-	opAddChain
-	opAddContainer
-	opAddRule
-	opAddElement
-	opFlushChain
-	opFlushContainer
-	opDeleteChain
-	opDeleteContainer
-	opAddCounter
-	opDeleteCounter
-)
 
 // fullOps calls emit with every operation of the full sync of s, in order: the
 // replacing one (WriteFull) when existing is nil, else the refreshing one
-// (WriteRefresh). It is the one definition of that order, which the knftables
-// writers and the scripts share.
-func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
-	emit(fullOp{kind: opAddTable})
+// (WriteRefresh). It is the one definition of that order, which every writer
+// shares.
+func (s *State) fullOps(existing *Existing, emit func(nft.Op)) {
+	emit(tableOp())
 	// The existing chains, and sets and maps (one namespace in nft), by name.
 	var hadChain, hadSet map[string]bool
 	if existing == nil {
-		emit(fullOp{kind: opDeleteTable})
-		emit(fullOp{kind: opAddTable})
+		emit(nft.Op{Kind: nft.DeleteTable})
+		emit(tableOp())
 	} else {
 		hadChain, hadSet = nameSet(existing.Chains), nameSet(slices.Concat(existing.Sets, existing.Maps))
 	}
@@ -138,19 +94,19 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 	for _, f := range frags {
 		for i := range f.Chains {
 			c := &f.Chains[i]
-			emit(fullOp{kind: opAddChain, chain: c})
+			emit(c.addOp())
 			if hadChain[c.Name] {
 				keptChains[c.Name] = true
-				emit(fullOp{kind: opFlushChain, name: c.Name})
+				emit(chainOp(nft.FlushChain, c.Name))
 			}
 		}
 		for i := range f.Containers {
 			if c := &f.Containers[i]; !added[c.Name] {
 				added[c.Name] = true
-				emit(fullOp{kind: opAddContainer, container: c})
+				emit(c.addOp())
 				// Dynamic sets hold session affinity: kept, as upstream.
 				if hadSet[c.Name] && c.Timeout == 0 {
-					emit(fullOp{kind: opFlushContainer, name: c.Name, isMap: c.IsMap})
+					emit(containerOp(nft.FlushSet, c.Name, c.IsMap))
 				}
 			}
 		}
@@ -158,7 +114,7 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 		for i := range f.Counters {
 			if c := &f.Counters[i]; !addedCounters[c.Name] {
 				addedCounters[c.Name] = true
-				emit(fullOp{kind: opAddCounter, counter: c})
+				emit(counterOp(nft.AddCounter, c.Name))
 			}
 		}
 	}
@@ -169,7 +125,7 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 		for _, n := range existing.Chains {
 			if !keptChains[n] {
 				staleChains = append(staleChains, n)
-				emit(fullOp{kind: opFlushChain, name: n})
+				emit(chainOp(nft.FlushChain, n))
 			}
 		}
 	}
@@ -177,7 +133,7 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 		for i := range f.Chains {
 			c := &f.Chains[i]
 			for j := range c.Rules {
-				emit(fullOp{kind: opAddRule, chain: c, rule: &c.Rules[j]})
+				emit(ruleOp(c.Name, &c.Rules[j]))
 			}
 		}
 	}
@@ -203,7 +159,7 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 		for _, ref := range byContainer[name] {
 			id := ref.element().id()
 			if s.claims.only(ref.f, int(ref.i)) {
-				emit(fullOp{kind: opAddElement, id: id, claim: ref.claim()})
+				emit(elementOp(id, ref.claim()))
 				continue
 			}
 			if emitted == nil {
@@ -213,7 +169,7 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 				continue
 			}
 			emitted[id] = true
-			emit(fullOp{kind: opAddElement, id: id, claim: s.claims.get(id)[0].claim()})
+			emit(elementOp(id, s.claims.get(id)[0].claim()))
 		}
 	}
 	if existing == nil {
@@ -226,17 +182,17 @@ func (s *State) fullOps(existing *Existing, emit func(fullOp)) {
 	}{{existing.Sets, false}, {existing.Maps, true}} {
 		for _, n := range kind.names {
 			if !added[n] {
-				emit(fullOp{kind: opDeleteContainer, name: n, isMap: kind.isMap})
+				emit(containerOp(nft.DeleteSet, n, kind.isMap))
 			}
 		}
 	}
 	for _, n := range staleChains {
-		emit(fullOp{kind: opDeleteChain, name: n})
+		emit(chainOp(nft.DeleteChain, n))
 	}
 	// Counters last: only rules of chains flushed above referred to them.
 	for _, n := range existing.Counters {
 		if !addedCounters[n] {
-			emit(fullOp{kind: opDeleteCounter, name: n})
+			emit(counterOp(nft.DeleteCounter, n))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package nftables
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"sigs.k8s.io/knftables"
@@ -65,4 +66,19 @@ func programFull(t testing.TB, cfg *Config, views ...*model.ServicePortView) (*k
 		t.Fatalf("full sync failed: %v\n%s", err, tx.String())
 	}
 	return fake, st
+}
+
+// planInto is st.Plan with its operations added to tx (the knftables writers' way).
+func planInto(tx *knftables.Transaction, st *State, base *Fragment, updates map[model.ServicePortName]*Fragment, opts PlanOptions) *Plan {
+	plan := st.Plan(base, updates, opts)
+	AddOps(tx, slices.Values(plan.Ops))
+	return plan
+}
+
+// deleteStaleInto adds st.DeleteStaleChains(chains) to tx; it returns how many
+// chains it deletes.
+func deleteStaleInto(tx *knftables.Transaction, st *State, chains []string) int {
+	ops := st.DeleteStaleChains(chains)
+	AddOps(tx, slices.Values(ops))
+	return len(ops)
 }

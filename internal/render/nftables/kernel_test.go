@@ -64,12 +64,12 @@ func kernelAcceptsPlan(t *testing.T, cfg *Config, tc planCase) {
 				full := fake.NewTransaction()
 				WriteFull(full, st)
 				delta := fake.NewTransaction()
-				plan := st.Plan(delta, nil, updatesBetween(st, renderFragments(cfg, tc.after)), PlanOptions{DeferChainDeletes: deferDeletes})
+				plan := planInto(delta, st, nil, updatesBetween(st, renderFragments(cfg, tc.after)), PlanOptions{DeferChainDeletes: deferDeletes})
 				st.Commit(plan)
 				scripts := []string{full.String(), delta.String()}
 				if len(plan.StaleChains) > 0 {
 					later := fake.NewTransaction()
-					st.DeleteStaleChains(later, plan.StaleChains)
+					deleteStaleInto(later, st, plan.StaleChains)
 					scripts = append(scripts, later.String())
 				}
 				// Running the full sync again replaces the table atomically.
@@ -164,12 +164,12 @@ func BenchmarkKernelTiming10k(b *testing.B) {
 			eps := append([]*model.Endpoint{ep("10.250.0.1", 8080, false)}, orig.ClusterEndpoints[1:]...)
 			f := RenderService(cfg, view(orig.ServicePort, eps...))
 			tx := fake.NewTransaction()
-			st.Commit(st.Plan(tx, nil, map[model.ServicePortName]*Fragment{orig.Name: &f}, PlanOptions{}))
+			st.Commit(planInto(tx, st, nil, map[model.ServicePortName]*Fragment{orig.Name: &f}, PlanOptions{}))
 			scripts = append(scripts, tx.String())
 		}
 		// Delete one Service with affinity and a NodePort/LB (several chains and sets).
 		tx := fake.NewTransaction()
-		st.Commit(st.Plan(tx, nil, map[model.ServicePortName]*Fragment{views[0].Name: nil}, PlanOptions{}))
+		st.Commit(planInto(tx, st, nil, map[model.ServicePortName]*Fragment{views[0].Name: nil}, PlanOptions{}))
 		scripts = append(scripts, tx.String())
 
 		dir := b.TempDir()

@@ -171,7 +171,7 @@ func TestPlanLocalhostNodePortsToggle(t *testing.T) {
 		cfg.LocalhostNodePorts = l
 		base := RenderBase(cfg)
 		tx := fake.NewTransaction()
-		plan := st.Plan(tx, &base, updatesBetween(st, renderFragments(cfg, views)), PlanOptions{})
+		plan := planInto(tx, st, &base, updatesBetween(st, renderFragments(cfg, views)), PlanOptions{})
 		if err := fake.Run(context.Background(), tx); err != nil {
 			t.Fatalf("step %d (%+v): delta failed: %v\n%s", i, l, err, tx.String())
 		}

@@ -3,9 +3,8 @@ package nftables
 import (
 	"slices"
 
-	"sigs.k8s.io/knftables"
-
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // PlanOptions tune how Plan writes the delta.
@@ -17,10 +16,12 @@ type PlanOptions struct {
 	DeferChainDeletes bool
 }
 
-// Plan is a delta written into a transaction, to Commit into the State once the
-// transaction succeeded. If it failed, discard the Plan and resynchronize with
-// WriteFull.
+// Plan is a delta: the operations of one transaction, to Commit into the State
+// once the transaction succeeded. If it failed, discard the Plan and resynchronize
+// with a full sync.
 type Plan struct {
+	// Ops are the transaction's operations, in order.
+	Ops     []nft.Op
 	base    *Fragment
 	baseSet bool
 	updates map[model.ServicePortName]*Fragment
@@ -29,7 +30,7 @@ type Plan struct {
 	StaleChains []string
 }
 
-// Plan writes into tx the minimal operations turning the applied state into the
+// Plan returns the minimal operations (Plan.Ops) turning the applied state into the
 // state where base replaces the base fragment (nil: unchanged) and each entry of
 // updates replaces its ServicePort's fragment (a nil fragment removes the
 // ServicePort). Unchanged fragments cost nothing; pass only what changed.
@@ -38,8 +39,9 @@ type Plan struct {
 // (flush + rules); element deletions; element additions; deletion of chains, then of
 // counters and sets no longer used. So objects exist before anything references
 // them, and are deleted only after every reference to them is gone.
-func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[model.ServicePortName]*Fragment, opts PlanOptions) *Plan {
+func (s *State) Plan(base *Fragment, updates map[model.ServicePortName]*Fragment, opts PlanOptions) *Plan {
 	p := &Plan{updates: updates, claims: make(map[elementID][]claimRef)}
+	emit := func(op nft.Op) { p.Ops = append(p.Ops, op) }
 	type pair struct{ old, new *Fragment }
 	pairs := make([]pair, 0, len(updates)+1)
 	if base != nil && base != s.base {
@@ -111,7 +113,7 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 	counterOrder = slices.Compact(counterOrder)
 	for _, name := range counterOrder {
 		if c := newCounters[name]; c != nil && oldCounters[name] == nil {
-			tx.Add(c.object())
+			emit(counterOp(nft.AddCounter, name))
 		}
 	}
 
@@ -123,12 +125,12 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 		switch {
 		case n == nil:
 		case o == nil:
-			tx.Add(n.object())
+			emit(n.addOp())
 			rewrite = append(rewrite, n)
 		case !equalHook(o.Hook, n.Hook):
-			tx.Flush(o.object())
-			tx.Delete(o.object())
-			tx.Add(n.object())
+			emit(chainOp(nft.FlushChain, name))
+			emit(chainOp(nft.DeleteChain, name))
+			emit(n.addOp())
 			rewrite = append(rewrite, n)
 		case !equalChain(o, n):
 			rewrite = append(rewrite, n)
@@ -156,17 +158,17 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 		// An existing set is never re-added: its properties cannot change in place
 		// (affinity set names cover their timeout, so a new timeout is a new set).
 		if n := newSets[name]; n != nil && s.containers[name] == 0 {
-			tx.Add(n.addObject())
+			emit(n.addOp())
 		}
 	}
 
 	// 2. Rewrite changed chains and fill new ones.
 	for _, c := range rewrite {
 		if o := oldChains[c.Name]; o != nil && equalHook(o.Hook, c.Hook) {
-			tx.Flush(&knftables.Chain{Name: c.Name})
+			emit(chainOp(nft.FlushChain, c.Name))
 		}
 		for i := range c.Rules {
-			tx.Add(ruleObject(c.Name, &c.Rules[i]))
+			emit(ruleOp(c.Name, &c.Rules[i]))
 		}
 	}
 
@@ -199,7 +201,7 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 		}
 	}
 	slices.SortFunc(touched, compareIDs)
-	var adds []*knftables.Element
+	var adds []nft.Op
 	for _, id := range touched {
 		was := before[id]
 		var now *claim
@@ -210,25 +212,23 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 		switch {
 		case was == nil && now == nil:
 		case now == nil:
-			tx.Delete(deleteElementObject(id, *was))
+			emit(deleteElementOp(id, *was))
 		case was == nil:
-			adds = append(adds, elementObject(id, *now))
+			adds = append(adds, elementOp(id, *now))
 		case was.value != now.value:
 			// The kernel refuses to overwrite a map element with another value.
-			tx.Delete(deleteElementObject(id, *was))
-			adds = append(adds, elementObject(id, *now))
+			emit(deleteElementOp(id, *was))
+			adds = append(adds, elementOp(id, *now))
 		}
 	}
-	for _, e := range adds {
-		tx.Add(e)
-	}
+	p.Ops = append(p.Ops, adds...)
 
 	// 4. Drop chains, then sets, nobody uses any more. All are flushed before any is
 	// deleted: removed chains jump to each other (service -> endpoint chains).
 	var stale []string
 	for _, name := range chainOrder {
 		if o := oldChains[name]; o != nil && newChains[name] == nil {
-			tx.Flush(&knftables.Chain{Name: name})
+			emit(chainOp(nft.FlushChain, name))
 			stale = append(stale, name)
 		}
 	}
@@ -236,17 +236,17 @@ func (s *State) Plan(tx *knftables.Transaction, base *Fragment, updates map[mode
 		p.StaleChains = stale
 	} else {
 		for _, name := range stale {
-			tx.Delete(&knftables.Chain{Name: name})
+			emit(chainOp(nft.DeleteChain, name))
 		}
 	}
 	for _, name := range counterOrder {
 		if c := oldCounters[name]; c != nil && newCounters[name] == nil {
-			tx.Delete(c.object())
+			emit(counterOp(nft.DeleteCounter, name))
 		}
 	}
 	for _, name := range setOrder {
 		if o := oldSets[name]; o != nil && containerUsers[name] == 0 {
-			tx.Delete(o.nameObject())
+			emit(containerOp(nft.DeleteSet, name, o.IsMap))
 		}
 	}
 	return p
@@ -263,12 +263,6 @@ func (s *State) touch(id elementID, before map[elementID]*claim) []claimRef {
 		before[id] = nil
 	}
 	return list
-}
-
-// deleteElementObject names the element id (holding c) for deletion: by key only.
-func deleteElementObject(id elementID, c claim) *knftables.Element {
-	e := Element{Container: id.container, IsMap: c.value != "", Key: id.key}
-	return e.object(false)
 }
 
 // Commit records a Plan whose transaction succeeded into s.
@@ -303,16 +297,15 @@ func (s *State) Commit(p *Plan) {
 	}
 }
 
-// DeleteStaleChains writes into tx the deletion of chains left by
-// DeferChainDeletes (Plan.StaleChains, possibly of several plans), skipping those
-// that committed fragments use again. It returns the number of chains deleted.
-func (s *State) DeleteStaleChains(tx *knftables.Transaction, chains []string) int {
-	n := 0
+// DeleteStaleChains returns the deletion of chains left by DeferChainDeletes
+// (Plan.StaleChains, possibly of several plans), skipping those that committed
+// fragments use again.
+func (s *State) DeleteStaleChains(chains []string) []nft.Op {
+	var ops []nft.Op
 	for _, c := range chains {
 		if _, live := s.chains[c]; !live {
-			tx.Delete(&knftables.Chain{Name: c})
-			n++
+			ops = append(ops, chainOp(nft.DeleteChain, c))
 		}
 	}
-	return n
+	return ops
 }

@@ -144,7 +144,7 @@ func planMatchesFullRender(t *testing.T, cfg *Config, tc planCase) {
 				fake, st := programFull(t, cfg, tc.before...)
 				base := RenderBase(cfg)
 				tx := fake.NewTransaction()
-				plan := st.Plan(tx, &base, updatesBetween(st, renderFragments(cfg, tc.after)), PlanOptions{DeferChainDeletes: deferDeletes})
+				plan := planInto(tx, st, &base, updatesBetween(st, renderFragments(cfg, tc.after)), PlanOptions{DeferChainDeletes: deferDeletes})
 				maxOps := tc.maxOps
 				if cfg.EndpointMaps && tc.maxOpsMaps != 0 {
 					maxOps = tc.maxOpsMaps
@@ -158,7 +158,7 @@ func planMatchesFullRender(t *testing.T, cfg *Config, tc planCase) {
 				st.Commit(plan)
 				if len(plan.StaleChains) > 0 {
 					tx := fake.NewTransaction()
-					st.DeleteStaleChains(tx, plan.StaleChains)
+					deleteStaleInto(tx, st, plan.StaleChains)
 					if err := fake.Run(context.Background(), tx); err != nil {
 						t.Fatalf("deleting stale chains: %v", err)
 					}
@@ -169,7 +169,7 @@ func planMatchesFullRender(t *testing.T, cfg *Config, tc planCase) {
 				}
 				// The committed state must plan nothing against a fresh one.
 				tx = fake.NewTransaction()
-				st.Plan(tx, wantState.Base(), updatesBetween(st, wantState.services), PlanOptions{})
+				planInto(tx, st, wantState.Base(), updatesBetween(st, wantState.services), PlanOptions{})
 				if tx.NumOperations() != 0 {
 					t.Errorf("committed state is not the new state; replanning gives:\n%s", tx.String())
 				}
@@ -196,7 +196,7 @@ func TestPlanBaseChange(t *testing.T) {
 		base := RenderBase(cfg)
 		all := renderFragments(cfg, views)
 		tx := fake.NewTransaction()
-		plan := st.Plan(tx, &base, updatesBetween(st, all), PlanOptions{})
+		plan := planInto(tx, st, &base, updatesBetween(st, all), PlanOptions{})
 		if err := fake.Run(context.Background(), tx); err != nil {
 			t.Fatalf("change %d: delta failed: %v\n%s", i, err, tx.String())
 		}
@@ -237,7 +237,7 @@ func TestWriteFullReplacesForeignContent(t *testing.T) {
 func applyPlan(t *testing.T, fake *knftables.Fake, st *State, updates map[model.ServicePortName]*Fragment, opts PlanOptions) *Plan {
 	t.Helper()
 	tx := fake.NewTransaction()
-	plan := st.Plan(tx, nil, updates, opts)
+	plan := planInto(tx, st, nil, updates, opts)
 	if err := fake.Run(context.Background(), tx); err != nil {
 		t.Fatalf("delta failed: %v\n%s", err, tx.String())
 	}
@@ -259,7 +259,7 @@ func TestDeferredChainComesBack(t *testing.T) {
 	// The Service comes back before the stale chains are deleted.
 	applyPlan(t, fake, st, map[model.ServicePortName]*Fragment{name: frag}, PlanOptions{DeferChainDeletes: true})
 	tx := fake.NewTransaction()
-	if n := st.DeleteStaleChains(tx, plan.StaleChains); n != 0 {
+	if n := deleteStaleInto(tx, st, plan.StaleChains); n != 0 {
 		t.Errorf("deleted %d chains that are in use again", n)
 	}
 	want, _ := programFull(t, cfg, views...)

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"sigs.k8s.io/knftables"
-
 	"github.com/kproxy/kproxy/internal/model"
 )
 
@@ -144,11 +142,4 @@ func (s *State) Len() int { return len(s.services) }
 
 func compareIDs(a, b elementID) int {
 	return cmp.Or(strings.Compare(a.container, b.container), strings.Compare(a.key, b.key))
-}
-
-// elementObject builds the element for id holding c. Whether the container is a map
-// follows from the claim: set elements have no value.
-func elementObject(id elementID, c claim) *knftables.Element {
-	e := Element{Container: id.container, IsMap: c.value != "", Key: id.key, Value: c.value, Comment: c.comment}
-	return e.object(true)
 }
