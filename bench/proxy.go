@@ -51,11 +51,12 @@ func Start(l *lab.Lab, p Proxy, mode, tag string, o StartOptions) (*Running, err
 			"--cluster-cidr=" + lab.ClusterCIDRs.V4.String() + "," + lab.ClusterCIDRs.V6.String(),
 			"--conntrack-max-per-core=0",
 			"--iptables-min-sync-period=0",
+			profilingFlag,
 			"-v=2",
 		}
 	} else {
 		path := filepath.Join(l.WorkDir, name+".yaml")
-		if err := os.WriteFile(path, []byte(proxytest.Config(l, proxytest.Options{Mode: mode})), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(proxytest.Config(l, proxytest.Options{Mode: mode, ExtraConfig: profilingConfig})), 0o600); err != nil {
 			return nil, err
 		}
 		args = []string{"--config=" + path, "-v=2"}

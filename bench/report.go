@@ -235,12 +235,15 @@ minSyncPeriod 0 is set with --iptables-min-sync-period=0 (flags only, no config 
 	return buf.String()
 }
 
+// ResultsStamp is the layout of the UTC timestamp naming a run's results.
+const ResultsStamp = "20060102T150405Z"
+
 // WriteResults writes report to dir/<UTC timestamp>.md and returns the path.
 func WriteResults(dir string, started time.Time, report string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, started.UTC().Format("20060102T150405Z")+".md")
+	path := filepath.Join(dir, started.UTC().Format(ResultsStamp)+".md")
 	return path, os.WriteFile(path, []byte(report), 0o644)
 }
 

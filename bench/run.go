@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -61,6 +62,10 @@ type Config struct {
 	// for iptables mode, whose full restore through iptables-nft 1.8.9 takes minutes
 	// from a few thousand Services on, for upstream and kproxy alike (docs/iptables.md).
 	ModeSizes map[string][]int
+	// HeapProfileDir, when set, is the results directory: the in-use heap profile of
+	// each proxy after its first initial sync at each measured size is saved in its
+	// <run timestamp>-heap/ (SaveHeapProfile), beside the run's results.
+	HeapProfileDir string
 }
 
 // measures reports whether size is measured in mode (see ModeSizes).
@@ -132,6 +137,8 @@ type Runner struct {
 	Config Config
 	Client *lab.Pod
 	Loader *Loader
+
+	heapDir string // set by Run from Config.HeapProfileDir
 }
 
 // NewRunner uses the first pod of node1 as the client and every other pod as backend.
@@ -153,6 +160,9 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 	c := rn.Config
 	res := &Results{Config: c, Figures: map[string]map[int]map[string]*Figures{}, Load: map[int]time.Duration{}, Started: time.Now()}
 	defer func() { res.Elapsed = time.Since(res.Started) }()
+	if c.HeapProfileDir != "" {
+		rn.heapDir = filepath.Join(c.HeapProfileDir, res.Started.UTC().Format(ResultsStamp)+"-heap")
+	}
 
 	sizes := append([]int(nil), c.Sizes...)
 	for _, s := range c.DataplaneSizes {
@@ -243,6 +253,13 @@ func (rn *Runner) one(ctx context.Context, mode string, p Proxy, n, rep int, mea
 	if measureSync {
 		f.Sync.Add(sr.Duration.Seconds(), sr.Capped)
 		f.CPU.Add(sr.CPUSeconds, sr.Capped)
+		if rn.heapDir != "" && rep == 0 && !sr.Capped {
+			if path, err := SaveHeapProfile(ctx, rn.Lab, r, n, rn.heapDir); err != nil {
+				f.Errors = append(f.Errors, err.Error())
+			} else {
+				logger.Info("Heap profile", "mode", mode, "proxy", p.Name, "services", n, "path", path)
+			}
+		}
 	}
 	if sr.Capped {
 		if measureSync {

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -128,5 +129,27 @@ func TestTrimForProxySharesEndpointValues(t *testing.T) {
 	}
 	if *c.NodeName != "node-b" || *a.NodeName != "node-a" || *c.Conditions.Ready || !*a.Conditions.Ready || c.Conditions.Terminating != nil {
 		t.Errorf("values changed: %s %s %v %v %v", *a.NodeName, *c.NodeName, *a.Conditions.Ready, *c.Conditions.Ready, c.Conditions.Terminating)
+	}
+}
+
+// The decoder grows the endpoint list by appending; the cached slice keeps an array
+// of its length only, with the same endpoints.
+func TestTrimForProxyReallocatesEndpointsToLength(t *testing.T) {
+	eps := make([]discovery.Endpoint, 0, 16)
+	for i := range 10 {
+		eps = append(eps, discovery.Endpoint{Addresses: []string{fmt.Sprintf("10.0.0.%d", i)}})
+	}
+	got, err := NewTrimmer().TrimForProxy(&discovery.EndpointSlice{Endpoints: eps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trimmed := got.(*discovery.EndpointSlice).Endpoints
+	if len(trimmed) != 10 || cap(trimmed) != 10 {
+		t.Fatalf("endpoints: len %d cap %d, want 10 and 10", len(trimmed), cap(trimmed))
+	}
+	for i := range trimmed {
+		if want := fmt.Sprintf("10.0.0.%d", i); trimmed[i].Addresses[0] != want {
+			t.Errorf("endpoint %d: %v, want %s", i, trimmed[i].Addresses, want)
+		}
 	}
 }

@@ -54,6 +54,7 @@ func main() {
 	readme := flag.Bool("update-readme", true, "write the table into README.md between the bench markers")
 	kproxyBin := flag.String("kproxy", "", "kproxy binary (default <repo>/_output/bin/kube-proxy)")
 	upstreamBin := flag.String("upstream", "", "upstream binary (default <repo>/_output/bin/kube-proxy-upstream)")
+	heap := flag.Bool("heap-profiles", true, "save each proxy's in-use heap profile after its first initial sync at each size, beside the results (<timestamp>-heap/)")
 	keep := flag.Bool("keep-workdir", false, "keep the lab's work directory (proxy logs)")
 	flag.Parse()
 
@@ -117,6 +118,9 @@ func main() {
 	}
 	if cfg.Has(bench.ScenarioChange) && !contains(sizes, cfg.ChangeSize) && !contains(dpSizes, cfg.ChangeSize) {
 		cfg.Sizes = append(cfg.Sizes, cfg.ChangeSize)
+	}
+	if *heap {
+		cfg.HeapProfileDir = *out
 	}
 	if err := run(cfg, *keep, *out, *readme, filepath.Join(root, "README.md")); err != nil {
 		fatal(err)

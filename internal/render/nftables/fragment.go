@@ -105,13 +105,27 @@ func equalHook(a, b *BaseChain) bool {
 	return *a == *b
 }
 
-// sortFragment puts every list of f in canonical order.
+// sortFragment puts every list of f in canonical order, each in an array of its
+// length: a State keeps every fragment until the Service changes, and lists grown
+// by appending hold up to twice their length (3 MB of a State at 10,000 Services).
 func sortFragment(f *Fragment) {
 	slices.SortFunc(f.Chains, func(a, b Chain) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(f.Containers, func(a, b Container) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(f.Elements, compareElements)
 	f.Elements = slices.CompactFunc(f.Elements, func(a, b Element) bool { return a == b })
 	slices.SortFunc(f.Counters, func(a, b Counter) int { return strings.Compare(a.Name, b.Name) })
+	f.Chains, f.Containers, f.Elements, f.Counters = exactSize(f.Chains), exactSize(f.Containers), exactSize(f.Elements), exactSize(f.Counters)
+	for i := range f.Chains {
+		f.Chains[i].Rules = exactSize(f.Chains[i].Rules)
+	}
+}
+
+// exactSize returns s in an array of its length (s itself when it already is).
+func exactSize[S ~[]E, E any](s S) S {
+	if cap(s) == len(s) {
+		return s
+	}
+	return append(make(S, 0, len(s)), s...)
 }
 
 func compareElements(a, b Element) int {
