@@ -163,9 +163,21 @@ func availableForTopology(ep *Endpoint, mode topology, nodeName, zone string) bo
 
 func servingTerminating(ep *Endpoint) bool { return ep.Serving && ep.Terminating }
 
+// filterEndpoints returns the endpoints that keep accepts, in order. When it
+// accepts them all (the common case) the result is endpoints itself, clipped so
+// that an append cannot write into it: views share their lists with the model,
+// and both are read-only.
 func filterEndpoints(endpoints []*Endpoint, keep func(*Endpoint) bool) []*Endpoint {
-	out := make([]*Endpoint, 0, len(endpoints))
-	for _, ep := range endpoints {
+	i := 0
+	for i < len(endpoints) && keep(endpoints[i]) {
+		i++
+	}
+	if i == len(endpoints) {
+		return endpoints[:i:i]
+	}
+	out := make([]*Endpoint, i, len(endpoints))
+	copy(out, endpoints[:i])
+	for _, ep := range endpoints[i+1:] {
 		if keep(ep) {
 			out = append(out, ep)
 		}

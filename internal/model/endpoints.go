@@ -96,16 +96,20 @@ func EndpointsForService(svc types.NamespacedName, endpointSlices []*discovery.E
 				set = map[netip.AddrPort]*Endpoint{}
 				byPort[spn] = set
 			}
+			// One array per port and slice instead of one allocation per endpoint:
+			// at most len(eps) are stamped here, so the pointers into it stay valid.
+			stamped := make([]Endpoint, 0, len(eps))
 			for _, base := range eps {
-				ep := *base
-				ep.Port = *port.Port
-				key := ep.AddrPort()
+				key := netip.AddrPortFrom(base.IP, uint16(*port.Port))
 				if _, exists := set[key]; !exists {
 					order[spn] = append(order[spn], key)
-				} else if ep.Terminating {
+				} else if base.Terminating {
 					continue
 				}
-				set[key] = &ep
+				stamped = append(stamped, *base)
+				ep := &stamped[len(stamped)-1]
+				ep.Port = *port.Port
+				set[key] = ep
 			}
 		}
 	}

@@ -38,8 +38,11 @@ func (r claimRef) claim() claim {
 	return claim{e.Value, e.Comment}
 }
 
-func newClaimIndex() *claimIndex {
-	return &claimIndex{seed: maphash.MakeSeed(), first: make(map[uint64]claimRef), more: make(map[uint64][]claimRef)}
+// newClaimIndex returns an empty index with room for about size elements (a full
+// sync knows its count: growing the map by doubling would leave as much garbage as
+// the index itself).
+func newClaimIndex(size int) *claimIndex {
+	return &claimIndex{seed: maphash.MakeSeed(), first: make(map[uint64]claimRef, size), more: make(map[uint64][]claimRef)}
 }
 
 func (c *claimIndex) hash(id elementID) uint64 {

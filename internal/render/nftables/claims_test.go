@@ -15,7 +15,7 @@ func TestClaimIndexCollisions(t *testing.T) {
 		{"every ID collides", func(elementID) uint64 { return 7 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newClaimIndex()
+			c := newClaimIndex(0)
 			c.hashOf = tc.hash
 			a := &Fragment{Elements: []Element{
 				{Container: "service-ips", IsMap: true, Key: "10.0.0.1 . tcp . 80", Value: "goto a"},

@@ -111,13 +111,18 @@ func equalHook(a, b *BaseChain) bool {
 func sortFragment(f *Fragment) {
 	slices.SortFunc(f.Chains, func(a, b Chain) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(f.Containers, func(a, b Container) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(f.Elements, compareElements)
-	f.Elements = slices.CompactFunc(f.Elements, func(a, b Element) bool { return a == b })
+	f.Elements = sortElements(f.Elements)
 	slices.SortFunc(f.Counters, func(a, b Counter) int { return strings.Compare(a.Name, b.Name) })
 	f.Chains, f.Containers, f.Elements, f.Counters = exactSize(f.Chains), exactSize(f.Containers), exactSize(f.Elements), exactSize(f.Counters)
 	for i := range f.Chains {
 		f.Chains[i].Rules = exactSize(f.Chains[i].Rules)
 	}
+}
+
+// sortElements sorts es in canonical order and drops duplicates, in place.
+func sortElements(es []Element) []Element {
+	slices.SortFunc(es, compareElements)
+	return slices.CompactFunc(es, func(a, b Element) bool { return a == b })
 }
 
 // exactSize returns s in an array of its length (s itself when it already is).

@@ -142,7 +142,18 @@ func (s *State) fullOps(existing *Existing, emit func(nft.Op)) {
 	// the order of the fragments first claiming them: deterministic without
 	// sorting every element. The value written is the claim the kernel holds (the
 	// first), whichever fragment brought the element first here.
-	byContainer := make(map[string][]claimRef)
+	// (Counted first: the lists hold every element of the table, and growing them
+	// by appending would leave as much garbage again.)
+	perContainer := make(map[string]int)
+	for _, f := range frags {
+		for i := range f.Elements {
+			perContainer[f.Elements[i].Container]++
+		}
+	}
+	byContainer := make(map[string][]claimRef, len(perContainer))
+	for name, n := range perContainer {
+		byContainer[name] = make([]claimRef, 0, n)
+	}
 	for _, f := range frags {
 		for i := range f.Elements {
 			c := f.Elements[i].Container

@@ -20,8 +20,28 @@ import (
 // Endpoints of another family than cfg.Family are ignored, and so is a ServicePort
 // of another protocol than TCP, UDP and SCTP (the API server admits no other).
 func RenderService(cfg *Config, v *model.ServicePortView) Fragment {
+	return renderService(cfg, v, nil)
+}
+
+// renderService is RenderService; when scratch is not nil, the elements are
+// collected in *scratch (grown as needed and left empty for the next call) and the
+// fragment gets a copy of its length. A full sync renders every Service on a few
+// goroutines, each with its scratch list: growing 10,000 element lists by
+// appending would leave three times their retained size as garbage, which the
+// collector chases at the lowered GC target of a full sync.
+func renderService(cfg *Config, v *model.ServicePortView, scratch *[]Element) Fragment {
 	r := serviceRenderer{cfg: cfg, v: v, sp: v.ServicePort, names: namesFor(&v.ServicePort.Name)}
+	if scratch != nil {
+		r.f.Elements = (*scratch)[:0]
+	}
 	r.render()
+	if scratch != nil {
+		collected := sortElements(r.f.Elements)
+		r.f.Elements = make([]Element, len(collected))
+		copy(r.f.Elements, collected)
+		clear(collected) // drop the strings it points at
+		*scratch = collected[:0]
+	}
 	sortFragment(&r.f)
 	return r.f
 }

@@ -38,7 +38,11 @@ type claim struct {
 // NewState builds the State describing exactly base plus services, as WriteFull
 // programs it. The maps and fragments are kept, not copied: do not mutate them.
 func NewState(base *Fragment, services map[model.ServicePortName]*Fragment) *State {
-	s := &State{base: base, services: services, claims: newClaimIndex(), chains: make(map[string]struct{}),
+	elements, chains := 0, 0
+	for _, f := range services {
+		elements, chains = elements+len(f.Elements), chains+len(f.Chains)
+	}
+	s := &State{base: base, services: services, claims: newClaimIndex(elements), chains: make(map[string]struct{}, chains),
 		containers: make(map[string]int)}
 	if s.services == nil {
 		s.services = make(map[model.ServicePortName]*Fragment)
@@ -95,8 +99,9 @@ func RenderServices(cfg *Config, views []*model.ServicePortView) map[model.Servi
 	for lo := 0; lo < len(views); lo += per {
 		hi := min(lo+per, len(views))
 		wg.Go(func() {
+			var scratch []Element
 			for i := lo; i < hi; i++ {
-				frags[i] = RenderService(cfg, views[i])
+				frags[i] = renderService(cfg, views[i], &scratch)
 			}
 		})
 	}
