@@ -6,7 +6,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
@@ -79,15 +78,15 @@ func (h *familyHandlers) OnServiceDelete(svc *v1.Service) {
 
 func (h *familyHandlers) OnServiceSynced() { h.synced(func() { h.servicesSynced = true }) }
 
-func (h *familyHandlers) OnEndpointSliceAdd(slice *discoveryv1.EndpointSlice) {
+func (h *familyHandlers) OnEndpointSliceAdd(slice *model.EndpointSlice) {
 	h.apply(false, func(s *model.State) { s.OnEndpointSliceAdd(slice) })
 }
 
-func (h *familyHandlers) OnEndpointSliceUpdate(old, slice *discoveryv1.EndpointSlice) {
+func (h *familyHandlers) OnEndpointSliceUpdate(old, slice *model.EndpointSlice) {
 	h.apply(false, func(s *model.State) { s.OnEndpointSliceUpdate(old, slice) })
 }
 
-func (h *familyHandlers) OnEndpointSliceDelete(slice *discoveryv1.EndpointSlice) {
+func (h *familyHandlers) OnEndpointSliceDelete(slice *model.EndpointSlice) {
 	h.apply(false, func(s *model.State) { s.OnEndpointSliceDelete(slice) })
 }
 

@@ -27,7 +27,7 @@ func benchState(b *testing.B, services, endpoints int) (*State, [2]*discovery.En
 			eps[j] = ep(fmt.Sprintf("10.%d.%d.%d", 1+i/62500, (i/250)%250, (i%250)*endpoints/10+j+1), onNode(node))
 		}
 		slice := httpSlice("ns", name, name+"-abcde", eps...)
-		s.OnEndpointSliceAdd(slice)
+		s.AddEndpointSlice(slice)
 		if i == services/2 {
 			flip[0] = slice
 			flip[1] = slice.DeepCopy()
@@ -47,7 +47,7 @@ func BenchmarkCommitOneChange(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		s.OnEndpointSliceUpdate(flip[i%2], flip[(i+1)%2])
+		s.UpdateEndpointSlice(flip[i%2], flip[(i+1)%2])
 		upd := s.Commit()
 		if len(upd.Changed) != 1 {
 			b.Fatalf("Changed = %v", upd.Changed)
@@ -92,7 +92,7 @@ func BenchmarkCommitOneChangeBySize(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				s.OnEndpointSliceUpdate(flip[i%2], flip[(i+1)%2])
+				s.UpdateEndpointSlice(flip[i%2], flip[(i+1)%2])
 				s.Commit()
 				i++
 			}

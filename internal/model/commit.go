@@ -191,7 +191,7 @@ func (s *State) recompute(name types.NamespacedName, svcChanged bool, ports []*S
 
 	if slicesChanged {
 		oldEndpoints := st.endpoints
-		st.endpoints, problems = EndpointsForService(name, s.appliedSlices[name], s.family, s.nodeName)
+		st.endpoints, problems = EndpointsForService(name, s.appliedSlices[name])
 		st.localReady = countLocalReadyIPs(st.endpoints)
 		upd.LocalReadyEndpoints[name] = st.localReady
 		st.hasZoneHints = anyZoneHints(st.endpoints)

@@ -6,13 +6,17 @@
 // shaped for incremental syncs:
 //
 //   - ServicePortsForFamily converts a v1.Service into the ServicePorts of one IP family.
-//   - EndpointsForService merges a Service's EndpointSlices into per-port endpoints.
+//   - NewEndpointSlice converts an EndpointSlice once, when it arrives, into the
+//     endpoints of each of its ports (EndpointSlice: what the informer cache holds);
+//     EndpointsForService merges a Service's converted slices into per-port lists
+//     that point into them, so the cache and the model share every endpoint.
 //   - CategorizeEndpoints splits a port's endpoints by traffic policy and topology.
 //   - DecideRouting decides, once for every mode, which endpoint selection serves
 //     internal and external traffic, whether the external entry point exists,
 //     masquerades or short-circuits, and whether unserved traffic is rejected or
 //     dropped (Routing); the renderers read it instead of deciding again.
-//   - State tracks changes from informers (On* handlers, safe from any goroutine) and
+//   - State tracks changes from informers (On* handlers, safe from any goroutine;
+//     AddEndpointSlice and its siblings take API objects and convert them) and
 //     applies them on Commit, which costs time proportional to what changed and returns
 //     an Update describing exactly that. After Commit the sync loop reads cached
 //     ServicePortViews.

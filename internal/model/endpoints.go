@@ -13,8 +13,8 @@ import (
 
 // EndpointSliceServiceName returns the Service an EndpointSlice belongs to (from the
 // kubernetes.io/service-name label), or an error when the slice cannot be attributed.
-func EndpointSliceServiceName(slice *discovery.EndpointSlice) (types.NamespacedName, error) {
-	svcName := slice.Labels[discovery.LabelServiceName]
+func EndpointSliceServiceName(slice *EndpointSlice) (types.NamespacedName, error) {
+	svcName := slice.Service
 	if svcName == "" {
 		return types.NamespacedName{}, fmt.Errorf("no %s label set on EndpointSlice %s/%s", discovery.LabelServiceName, slice.Namespace, slice.Name)
 	}
@@ -53,155 +53,97 @@ func (e EndpointsByPort) Get(name ServicePortName) []*Endpoint {
 	return nil
 }
 
-// EndpointsForService merges the EndpointSlices of one Service (all of the family's
-// address type; pass them in a stable order, e.g. sorted by name) into the endpoints of
-// each ServicePortName, as upstream's EndpointSliceCache does:
+// EndpointsForService merges the converted EndpointSlices of one Service (all of the
+// family's address type; pass them in a stable order, e.g. sorted by name) into the
+// endpoints of each ServicePortName, as upstream's EndpointSliceCache does:
 //
 //   - a slice port matches a Service port by name and protocol;
-//   - only the first address of an endpoint is used;
-//   - an IP:port listed several times is kept once: a later non-terminating entry
-//     replaces an earlier one, a terminating entry never replaces an existing one;
-//   - nil conditions mean ready=true, serving=true, terminating=false (API docs);
+//   - an IP:port listed by several slices is kept once: a later non-terminating
+//     entry replaces an earlier one, a terminating entry never replaces an existing
+//     one (NewEndpointSlice applies the same rule within a slice);
 //   - ports with no endpoints are absent; ports are in name order, and each list
 //     is sorted by "ip:port" string.
 //
-// nodeName is this node's name (IsLocal); "" makes every endpoint remote.
-func EndpointsForService(svc types.NamespacedName, endpointSlices []*discovery.EndpointSlice, family v1.IPFamily, nodeName string) (EndpointsByPort, []*DataError) {
+// The lists point into the slices' endpoint arrays: a port served by one slice
+// costs a list of pointers. The slices' conversion problems are returned.
+func EndpointsForService(svc types.NamespacedName, endpointSlices []*EndpointSlice) (EndpointsByPort, []*DataError) {
 	var problems []*DataError
-	byPort := map[ServicePortName]map[netip.AddrPort]*Endpoint{}
-	order := map[ServicePortName][]netip.AddrPort{}
+	var out EndpointsByPort
+	// merged marks the ports whose list came from several slices (re-sorted below).
+	var merged []bool
 	for _, slice := range endpointSlices {
 		if slice == nil {
 			continue
 		}
-		// Convert the slice's endpoints once; each port then only stamps its number.
-		eps, epProblems := convertEndpoints(slice, family, nodeName)
-		problems = append(problems, epProblems...)
-		for i, port := range slice.Ports {
-			if port.Name == nil {
-				problems = append(problems, sliceError(slice, fmt.Sprintf("ports[%d].name", i), "", "nil port name; port ignored"))
+		problems = append(problems, slice.Problems...)
+		for pi := range slice.Ports {
+			port := &slice.Ports[pi]
+			if len(port.Endpoints) == 0 {
 				continue
 			}
-			if port.Port == nil || *port.Port == 0 {
-				problems = append(problems, sliceError(slice, fmt.Sprintf("ports[%d].port", i), *port.Name, "missing or zero port number; port ignored"))
-				continue
-			}
-			protocol := v1.ProtocolTCP // the API server's default
-			if port.Protocol != nil {
-				protocol = *port.Protocol
-			}
-			spn := ServicePortName{NamespacedName: svc, Port: *port.Name, Protocol: protocol}
-			set := byPort[spn]
-			if set == nil {
-				set = map[netip.AddrPort]*Endpoint{}
-				byPort[spn] = set
-			}
-			// One array per port and slice instead of one allocation per endpoint:
-			// at most len(eps) are stamped here, so the pointers into it stay valid.
-			stamped := make([]Endpoint, 0, len(eps))
-			for _, base := range eps {
-				key := netip.AddrPortFrom(base.IP, uint16(*port.Port))
-				if _, exists := set[key]; !exists {
-					order[spn] = append(order[spn], key)
-				} else if base.Terminating {
-					continue
+			spn := ServicePortName{NamespacedName: svc, Port: port.Name, Protocol: port.Protocol}
+			i := slices.IndexFunc(out, func(p PortEndpoints) bool { return p.Name == spn })
+			if i < 0 {
+				list := make([]*Endpoint, len(port.Endpoints))
+				for j := range port.Endpoints {
+					list[j] = &port.Endpoints[j]
 				}
-				stamped = append(stamped, *base)
-				ep := &stamped[len(stamped)-1]
-				ep.Port = *port.Port
-				set[key] = ep
+				out = append(out, PortEndpoints{Name: spn, Endpoints: list})
+				merged = append(merged, false)
+				continue
 			}
+			out[i].Endpoints = mergeEndpoints(out[i].Endpoints, port.Endpoints)
+			merged[i] = true
 		}
 	}
-	out := make(EndpointsByPort, 0, len(byPort))
-	for spn, set := range byPort {
-		if len(set) == 0 {
-			continue
+	for i := range out {
+		if merged[i] {
+			sortEndpoints(out[i].Endpoints, func(ep *Endpoint) *Endpoint { return ep })
 		}
-		list := make([]*Endpoint, 0, len(set))
-		for _, key := range order[spn] {
-			list = append(list, set[key])
-		}
-		sortEndpoints(list)
-		out = append(out, PortEndpoints{Name: spn, Endpoints: list})
 	}
 	slices.SortFunc(out, func(a, b PortEndpoints) int { return CompareServicePortNames(a.Name, b.Name) })
-	return out, problems
+	return slices.Clip(out), problems
 }
 
-// sortEndpoints orders endpoints as upstream does: by their "ip:port" string.
-func sortEndpoints(list []*Endpoint) {
-	type keyed struct {
-		key string
-		ep  *Endpoint
-	}
-	tmp := make([]keyed, len(list))
+// mergeEndpoints adds more (a later slice's endpoints of the same port) to list,
+// each IP:port once (the rule of EndpointsForService), unsorted.
+func mergeEndpoints(list []*Endpoint, more []Endpoint) []*Endpoint {
+	at := make(map[netip.AddrPort]int, len(list)+len(more))
 	for i, ep := range list {
-		tmp[i] = keyed{ep.String(), ep}
+		at[ep.AddrPort()] = i
 	}
-	slices.SortFunc(tmp, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
-	for i := range tmp {
-		list[i] = tmp[i].ep
-	}
-}
-
-// convertEndpoints converts a slice's endpoints (without port numbers), skipping those
-// without a usable address.
-func convertEndpoints(slice *discovery.EndpointSlice, family v1.IPFamily, nodeName string) ([]*Endpoint, []*DataError) {
-	var problems []*DataError
-	out := make([]*Endpoint, 0, len(slice.Endpoints))
-	for i := range slice.Endpoints {
-		e := &slice.Endpoints[i]
-		if len(e.Addresses) == 0 {
-			problems = append(problems, sliceError(slice, fmt.Sprintf("endpoints[%d].addresses", i), "", "no address; endpoint ignored"))
+	out := slices.Clone(list)
+	for j := range more {
+		ep := &more[j]
+		if i, seen := at[ep.AddrPort()]; seen {
+			if !ep.Terminating {
+				out[i] = ep
+			}
 			continue
 		}
-		addr, ok := parseAddr(e.Addresses[0])
-		if !ok || familyOf(addr) != family {
-			problems = append(problems, sliceError(slice, fmt.Sprintf("endpoints[%d].addresses[0]", i), e.Addresses[0],
-				fmt.Sprintf("not a valid %s address; endpoint ignored", family)))
-			continue
-		}
-		ep := &Endpoint{
-			IP:          addr,
-			Ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
-			Serving:     e.Conditions.Serving == nil || *e.Conditions.Serving,
-			Terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
-		}
-		if e.NodeName != nil {
-			ep.NodeName = *e.NodeName
-			ep.IsLocal = nodeName != "" && ep.NodeName == nodeName
-		}
-		if e.Zone != nil {
-			ep.Zone = *e.Zone
-		}
-		if e.Hints != nil {
-			var hints EndpointHints
-			for _, z := range e.Hints.ForZones {
-				if !slices.Contains(hints.Zones, z.Name) {
-					hints.Zones = append(hints.Zones, z.Name)
-				}
-			}
-			for _, n := range e.Hints.ForNodes {
-				if !slices.Contains(hints.Nodes, n.Name) {
-					hints.Nodes = append(hints.Nodes, n.Name)
-				}
-			}
-			if hints.Zones != nil || hints.Nodes != nil {
-				ep.Hints = &hints
-			}
-		}
+		at[ep.AddrPort()] = len(out)
 		out = append(out, ep)
 	}
-	return out, problems
+	return slices.Clip(out)
 }
 
-func sliceError(slice *discovery.EndpointSlice, field, value, reason string) *DataError {
-	return &DataError{
-		Kind:   "EndpointSlice",
-		Object: types.NamespacedName{Namespace: slice.Namespace, Name: slice.Name},
-		Field:  field,
-		Value:  value,
-		Reason: reason,
+// sortEndpoints orders a list of endpoints (of key's) as upstream does: by their
+// "ip:port" string. Lists usually arrive sorted, and are then left as they are.
+func sortEndpoints[E any](list []E, key func(E) *Endpoint) {
+	type keyed struct {
+		key string
+		e   E
+	}
+	tmp := make([]keyed, len(list))
+	for i, e := range list {
+		tmp[i] = keyed{key(e).String(), e}
+	}
+	byKey := func(a, b keyed) int { return strings.Compare(a.key, b.key) }
+	if slices.IsSortedFunc(tmp, byKey) {
+		return
+	}
+	slices.SortFunc(tmp, byKey)
+	for i := range tmp {
+		list[i] = tmp[i].e
 	}
 }

@@ -232,7 +232,7 @@ func TestEndpointsFromSlices(t *testing.T) {
 			originals := make([]*discovery.EndpointSlice, len(tc.slices))
 			for i, slice := range tc.slices {
 				originals[i] = slice.DeepCopy()
-				s.OnEndpointSliceAdd(slice)
+				s.AddEndpointSlice(slice)
 			}
 			s.Commit()
 			names := []ServicePortName{port0, port1, spn("ns1", "svc1", "port-0", v1.ProtocolUDP)}
@@ -265,7 +265,7 @@ func TestEndpointHintsZoneAndNode(t *testing.T) {
 			ep("10.0.0.2", onNode(testNode), func(e *discovery.Endpoint) { e.Hints = &discovery.EndpointHints{} }),
 		}
 	})
-	eps, problems := EndpointsForService(nsn("ns", "svc"), []*discovery.EndpointSlice{slice}, v1.IPv4Protocol, testNode)
+	eps, problems := endpointsForService(nsn("ns", "svc"), []*discovery.EndpointSlice{slice}, testNode)
 	if len(problems) != 0 {
 		t.Fatalf("problems: %v", problems)
 	}
@@ -280,7 +280,7 @@ func TestEndpointHintsZoneAndNode(t *testing.T) {
 		t.Errorf("endpoint 1 = %+v", e)
 	}
 	// Without a node name nothing is local.
-	eps, _ = EndpointsForService(nsn("ns", "svc"), []*discovery.EndpointSlice{slice}, v1.IPv4Protocol, "")
+	eps, _ = endpointsForService(nsn("ns", "svc"), []*discovery.EndpointSlice{slice}, "")
 	for _, e := range eps.Get(spn("ns", "svc", "", v1.ProtocolTCP)) {
 		if e.IsLocal {
 			t.Errorf("endpoint %s local with empty node name", e)
@@ -293,7 +293,7 @@ func TestEndpointsProblems(t *testing.T) {
 		s.Ports = []discovery.EndpointPort{{Port: ptr.To[int32](80)}, {Name: ptr.To("x")}, slicePort("y", 80, v1.ProtocolTCP)}
 		s.Endpoints = []discovery.Endpoint{{}, ep("300.1.1.1")}
 	})
-	_, problems := EndpointsForService(nsn("ns", "svc"), []*discovery.EndpointSlice{slice, nil}, v1.IPv4Protocol, "")
+	_, problems := endpointsForService(nsn("ns", "svc"), []*discovery.EndpointSlice{slice, nil}, "")
 	var fields []string
 	for _, p := range problems {
 		fields = append(fields, p.Field)
@@ -304,5 +304,61 @@ func TestEndpointsProblems(t *testing.T) {
 	want := []string{"endpoints[0].addresses", "endpoints[1].addresses[0]", "ports[0].name", "ports[1].port"}
 	if !slices.Equal(fields, want) {
 		t.Errorf("problem fields %q, want %q", fields, want)
+	}
+}
+
+// The model's lists point into the converted slices: a port served by one slice
+// costs pointers, not copies (the informer cache and the model share endpoints).
+// Ports served by several slices are merged, each IP:port once, in "ip:port" order.
+func TestEndpointsShareConvertedSlices(t *testing.T) {
+	a := NewEndpointSlice(makeSlice("ns", "svc", "a", func(s *discovery.EndpointSlice) {
+		s.Ports = []discovery.EndpointPort{slicePort("", 80, v1.ProtocolTCP)}
+		s.Endpoints = []discovery.Endpoint{ep("10.0.0.10"), ep("10.0.0.2"), ep("10.0.0.1")}
+	}), testNode, nil)
+	eps, _ := EndpointsForService(nsn("ns", "svc"), []*EndpointSlice{a})
+	got := eps.Get(spn("ns", "svc", "", v1.ProtocolTCP))
+	if len(got) != 3 {
+		t.Fatalf("got %v", got)
+	}
+	for i := range got {
+		if got[i] != &a.Ports[0].Endpoints[i] {
+			t.Errorf("endpoint %d (%s) is a copy, not the slice's", i, got[i])
+		}
+	}
+	if fmt.Sprint(got) != "[10.0.0.10:80 10.0.0.1:80 10.0.0.2:80]" {
+		t.Errorf("order %v, want upstream's (by \"ip:port\" string)", got)
+	}
+
+	b := NewEndpointSlice(makeSlice("ns", "svc", "b", func(s *discovery.EndpointSlice) {
+		s.Ports = []discovery.EndpointPort{slicePort("", 80, v1.ProtocolTCP)}
+		s.Endpoints = []discovery.Endpoint{ep("10.0.0.3"), ep("10.0.0.2", func(e *discovery.Endpoint) { e.Conditions.Ready = ptr.To(false) })}
+	}), testNode, nil)
+	eps, _ = EndpointsForService(nsn("ns", "svc"), []*EndpointSlice{a, b})
+	got = eps.Get(spn("ns", "svc", "", v1.ProtocolTCP))
+	if fmt.Sprint(got) != "[10.0.0.10:80 10.0.0.1:80 10.0.0.2:80 10.0.0.3:80]" || got[2].Ready {
+		t.Errorf("merged %v (10.0.0.2 ready %v), want 4 endpoints, 10.0.0.2 from the later slice (not ready)", got, got[2].Ready)
+	}
+	if len(a.Ports[0].Endpoints) != 3 || !a.Ports[0].Endpoints[1].Ready {
+		t.Errorf("merging changed a converted slice: %+v", a.Ports[0].Endpoints)
+	}
+}
+
+// A slice converted for another node than the State's is converted again: IsLocal
+// follows the State's node.
+func TestStateReconvertsSlicesForItsNode(t *testing.T) {
+	api := makeSlice("ns", "svc", "a", func(s *discovery.EndpointSlice) {
+		s.Ports = []discovery.EndpointPort{slicePort("", 80, v1.ProtocolTCP)}
+		s.Endpoints = []discovery.Endpoint{ep("10.0.0.1", onNode(testNode))}
+	})
+	other := NewEndpointSlice(api, "other-node", nil)
+	s := NewState(v1.IPv4Protocol, testNode)
+	s.OnEndpointSliceAdd(other)
+	s.Commit()
+	got := s.services[nsn("ns", "svc")].endpoints.Get(spn("ns", "svc", "", v1.ProtocolTCP))
+	if len(got) != 1 || !got[0].IsLocal {
+		t.Errorf("endpoints %+v, want one local endpoint", got)
+	}
+	if other.Ports[0].Endpoints[0].IsLocal {
+		t.Error("the shared slice was modified")
 	}
 }

@@ -122,3 +122,15 @@ func endpointStrings(eps []*Endpoint) []string {
 	}
 	return out
 }
+
+// endpointsForService converts API slices for node and merges them, as the model
+// does with the slices the watcher converted.
+func endpointsForService(svc types.NamespacedName, api []*discovery.EndpointSlice, node string) (EndpointsByPort, []*DataError) {
+	converted := make([]*EndpointSlice, len(api))
+	for i, s := range api {
+		if s != nil {
+			converted[i] = NewEndpointSlice(s, node, nil)
+		}
+	}
+	return EndpointsForService(svc, converted)
+}

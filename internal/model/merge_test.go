@@ -30,15 +30,15 @@ func TestUpdateMerge(t *testing.T) {
 	t1, t2 := time.Now().Add(time.Minute), time.Now().Add(2*time.Minute)
 	first := func(s *State) {
 		s.OnServiceAdd(udp("a", 53, "172.30.0.1"))
-		s.OnEndpointSliceAdd(slice("a", "a-1", "10.0.0.1", t1))
+		s.AddEndpointSlice(slice("a", "a-1", "10.0.0.1", t1))
 		s.OnServiceAdd(udp("b", 53, "172.30.0.2"))
 		s.OnServiceAdd(udp("gone", 53, "172.30.0.3"))
-		s.OnEndpointSliceAdd(makeSlice("ns", "bad", "bad-1", func(s *discovery.EndpointSlice) {
+		s.AddEndpointSlice(makeSlice("ns", "bad", "bad-1", func(s *discovery.EndpointSlice) {
 			s.Ports = []discovery.EndpointPort{{Port: nil}}
 		}))
 	}
 	second := func(s *State) {
-		s.OnEndpointSliceUpdate(slice("a", "a-1", "10.0.0.1", t1), slice("a", "a-1", "10.0.0.9", t2))
+		s.UpdateEndpointSlice(slice("a", "a-1", "10.0.0.1", t1), slice("a", "a-1", "10.0.0.9", t2))
 		s.OnServiceDelete(udp("b", 53, "172.30.0.2"))
 		s.OnServiceAdd(udp("c", 53, "172.30.0.4"))
 		s.OnServiceDelete(udp("gone", 53, "172.30.0.3"))

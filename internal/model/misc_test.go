@@ -12,16 +12,16 @@ func TestSliceAttributionProblems(t *testing.T) {
 	s := NewState(v1.IPv4Protocol, testNode)
 	noLabel := httpSlice("ns", "svc", "orphan", ep("10.0.0.1"))
 	delete(noLabel.Labels, discovery.LabelServiceName)
-	s.OnEndpointSliceAdd(noLabel)
+	s.AddEndpointSlice(noLabel)
 	noNamespace := httpSlice("", "svc", "x", ep("10.0.0.1"))
-	s.OnEndpointSliceAdd(noNamespace)
+	s.AddEndpointSlice(noNamespace)
 	otherFamily := httpSlice("ns", "svc", "v6", ep("fd00::1"))
 	otherFamily.AddressType = discovery.AddressTypeIPv6
-	s.OnEndpointSliceAdd(otherFamily)
+	s.AddEndpointSlice(otherFamily)
 	fqdn := httpSlice("ns", "svc", "fqdn", ep("example.com"))
 	fqdn.AddressType = discovery.AddressTypeFQDN
-	s.OnEndpointSliceAdd(fqdn)
-	s.OnEndpointSliceAdd(nil)
+	s.AddEndpointSlice(fqdn)
+	s.AddEndpointSlice(nil)
 	s.OnServiceAdd(nil)
 	s.OnServiceUpdate(nil, nil)
 
@@ -145,15 +145,15 @@ func TestEndpointProblemsReportedForChangedSlicesOnly(t *testing.T) {
 	s := NewState(v1.IPv4Protocol, testNode)
 	bad := httpSlice("ns", "svc", "bad", ep("10.0.0.1"), ep("not-an-ip"))
 	good := httpSlice("ns", "svc", "good", ep("10.0.0.2"))
-	s.OnEndpointSliceAdd(bad)
-	s.OnEndpointSliceAdd(good)
+	s.AddEndpointSlice(bad)
+	s.AddEndpointSlice(good)
 	upd := s.Commit()
 	if len(upd.Problems) != 1 || upd.Problems[0].Object.Name != "bad" || upd.Problems[0].Family != v1.IPv4Protocol {
 		t.Fatalf("problems = %v", upd.Problems)
 	}
 	good2 := good.DeepCopy()
 	good2.Endpoints = append(good2.Endpoints, ep("10.0.0.3"))
-	s.OnEndpointSliceUpdate(good, good2)
+	s.UpdateEndpointSlice(good, good2)
 	if upd := s.Commit(); len(upd.Problems) != 0 {
 		t.Errorf("problems of an unchanged slice repeated: %v", upd.Problems)
 	}

@@ -39,7 +39,7 @@ type State struct {
 	// appliedSlices holds the committed EndpointSlices by Service, in slice name
 	// order (a list: most Services have one slice). Handlers read it under mu; only
 	// Commit writes it (under mu), so Commit may also read it without mu.
-	appliedSlices map[types.NamespacedName][]*discovery.EndpointSlice
+	appliedSlices map[types.NamespacedName][]*EndpointSlice
 
 	// Committed state, owned by the sync loop goroutine.
 	services             map[types.NamespacedName]*serviceState
@@ -56,7 +56,7 @@ type serviceChange struct {
 
 // sliceChange is the newest pending state of one EndpointSlice.
 type sliceChange struct {
-	slice  *discovery.EndpointSlice
+	slice  *EndpointSlice
 	remove bool
 }
 
@@ -88,7 +88,7 @@ func NewState(family v1.IPFamily, nodeName string) *State {
 		pendingSlices:        map[types.NamespacedName]map[string]*sliceChange{},
 		triggerTimes:         map[types.NamespacedName][]time.Time{},
 		problemKeys:          map[string]struct{}{},
-		appliedSlices:        map[types.NamespacedName][]*discovery.EndpointSlice{},
+		appliedSlices:        map[types.NamespacedName][]*EndpointSlice{},
 		services:             map[types.NamespacedName]*serviceState{},
 		zoneHinted:           map[types.NamespacedName]struct{}{},
 		healthCheckNodePorts: map[types.NamespacedName]uint16{},
@@ -137,21 +137,47 @@ func (s *State) serviceChanged(previous, current *v1.Service) {
 	}
 }
 
-// OnEndpointSliceAdd records a new EndpointSlice. Slices of the other family are ignored.
-func (s *State) OnEndpointSliceAdd(slice *discovery.EndpointSlice) { s.sliceChanged(slice, false) }
+// OnEndpointSliceAdd records a new EndpointSlice. Slices of the other family are
+// ignored. Slices converted for another node than the State's are converted again.
+func (s *State) OnEndpointSliceAdd(slice *EndpointSlice) { s.sliceChanged(slice, false) }
 
 // OnEndpointSliceUpdate records an EndpointSlice update.
-func (s *State) OnEndpointSliceUpdate(_, newSlice *discovery.EndpointSlice) {
+func (s *State) OnEndpointSliceUpdate(_, newSlice *EndpointSlice) {
 	s.sliceChanged(newSlice, false)
 }
 
 // OnEndpointSliceDelete records an EndpointSlice deletion.
-func (s *State) OnEndpointSliceDelete(slice *discovery.EndpointSlice) { s.sliceChanged(slice, true) }
+func (s *State) OnEndpointSliceDelete(slice *EndpointSlice) { s.sliceChanged(slice, true) }
 
-func (s *State) sliceChanged(slice *discovery.EndpointSlice, remove bool) {
+// AddEndpointSlice, UpdateEndpointSlice and DeleteEndpointSlice take API objects,
+// converted here for the State's node (for callers without the watcher's
+// conversion: tests and tools).
+func (s *State) AddEndpointSlice(slice *discovery.EndpointSlice) {
+	s.OnEndpointSliceAdd(s.convert(slice))
+}
+
+// UpdateEndpointSlice: see AddEndpointSlice.
+func (s *State) UpdateEndpointSlice(old, slice *discovery.EndpointSlice) {
+	s.OnEndpointSliceUpdate(s.convert(old), s.convert(slice))
+}
+
+// DeleteEndpointSlice: see AddEndpointSlice.
+func (s *State) DeleteEndpointSlice(slice *discovery.EndpointSlice) {
+	s.OnEndpointSliceDelete(s.convert(slice))
+}
+
+func (s *State) convert(slice *discovery.EndpointSlice) *EndpointSlice {
+	if slice == nil {
+		return nil
+	}
+	return NewEndpointSlice(slice, s.nodeName, nil)
+}
+
+func (s *State) sliceChanged(slice *EndpointSlice, remove bool) {
 	if slice == nil || slice.AddressType != s.addressType {
 		return
 	}
+	slice = slice.forNode(s.nodeName)
 	svcName, err := EndpointSliceServiceName(slice)
 
 	s.mu.Lock()
@@ -164,7 +190,7 @@ func (s *State) sliceChanged(slice *discovery.EndpointSlice, remove bool) {
 
 	change := &sliceChange{slice: slice, remove: remove}
 	pending := s.pendingSlices[svcName]
-	var applied *discovery.EndpointSlice
+	var applied *EndpointSlice
 	if i, found := findSlice(s.appliedSlices[svcName], slice.Name); found {
 		applied = s.appliedSlices[svcName][i]
 	}
@@ -189,7 +215,7 @@ func (s *State) sliceChanged(slice *discovery.EndpointSlice, remove bool) {
 		delete(s.triggerTimes, svcName)
 	} else if t, ok, err := lastChangeTriggerTime(slice); err != nil {
 		s.addProblems([]*DataError{sliceError(slice, "metadata.annotations["+v1.EndpointsLastChangeTriggerTime+"]",
-			slice.Annotations[v1.EndpointsLastChangeTriggerTime], "unparsable time ignored")})
+			slice.TriggerTime, "unparsable time ignored")})
 	} else if ok && t.After(s.triggerCutoff) {
 		s.triggerTimes[svcName] = append(s.triggerTimes[svcName], t)
 	}
@@ -239,21 +265,23 @@ func (s *State) Pending() (services, endpoints int) {
 // addProblems queues problems for the next Update, once each. Callers hold mu.
 func (s *State) addProblems(problems []*DataError) {
 	for _, p := range problems {
-		p.Family = s.family
 		key := p.Error()
 		if _, dup := s.problemKeys[key]; dup {
 			continue
 		}
 		s.problemKeys[key] = struct{}{}
-		s.problems = append(s.problems, p)
+		// A copy: problems may belong to a converted slice, which is shared.
+		own := *p
+		own.Family = s.family
+		s.problems = append(s.problems, &own)
 	}
 }
 
 // lastChangeTriggerTime reads the endpoints.kubernetes.io/last-change-trigger-time
 // annotation; ok is false when it is absent.
-func lastChangeTriggerTime(slice *discovery.EndpointSlice) (time.Time, bool, error) {
-	val, ok := slice.Annotations[v1.EndpointsLastChangeTriggerTime]
-	if !ok {
+func lastChangeTriggerTime(slice *EndpointSlice) (time.Time, bool, error) {
+	val := slice.TriggerTime
+	if val == "" {
 		return time.Time{}, false, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, val)
@@ -265,8 +293,8 @@ func lastChangeTriggerTime(slice *discovery.EndpointSlice) (time.Time, bool, err
 
 // findSlice returns the position of the slice named name in list (sorted by name),
 // or where it would be inserted.
-func findSlice(list []*discovery.EndpointSlice, name string) (int, bool) {
-	return slices.BinarySearchFunc(list, name, func(e *discovery.EndpointSlice, name string) int {
+func findSlice(list []*EndpointSlice, name string) (int, bool) {
+	return slices.BinarySearchFunc(list, name, func(e *EndpointSlice, name string) int {
 		return strings.Compare(e.Name, name)
 	})
 }

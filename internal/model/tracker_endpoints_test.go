@@ -356,7 +356,7 @@ func TestUpdateEndpointsMap(t *testing.T) {
 			s := NewState(v1.IPv4Protocol, testNode)
 			for _, slice := range tc.previous {
 				if slice != nil {
-					s.OnEndpointSliceAdd(slice)
+					s.AddEndpointSlice(slice)
 				}
 			}
 			s.Commit()
@@ -370,11 +370,11 @@ func TestUpdateEndpointsMap(t *testing.T) {
 				switch {
 				case prev == nil && curr == nil:
 				case prev == nil:
-					s.OnEndpointSliceAdd(curr)
+					s.AddEndpointSlice(curr)
 				case curr == nil:
-					s.OnEndpointSliceDelete(prev)
+					s.DeleteEndpointSlice(prev)
 				default:
-					s.OnEndpointSliceUpdate(prev, curr)
+					s.UpdateEndpointSlice(prev, curr)
 				}
 			}
 			upd := s.Commit()
@@ -507,23 +507,23 @@ func TestLastChangeTriggerTime(t *testing.T) {
 		expected map[types.NamespacedName][]time.Time
 	}{{
 		name:     "Single addEndpoints",
-		scenario: func(s *State) { s.OnEndpointSliceAdd(create("ns", "ep1", t0)) },
+		scenario: func(s *State) { s.AddEndpointSlice(create("ns", "ep1", t0)) },
 		expected: map[types.NamespacedName][]time.Time{nsn("ns", "ep1"): {t0}},
 	}, {
 		name: "addEndpoints then updatedEndpoints",
 		scenario: func(s *State) {
 			e := create("ns", "ep1", t0)
-			s.OnEndpointSliceAdd(e)
-			s.OnEndpointSliceUpdate(e, modify(e, t1))
+			s.AddEndpointSlice(e)
+			s.UpdateEndpointSlice(e, modify(e, t1))
 		},
 		expected: map[types.NamespacedName][]time.Time{nsn("ns", "ep1"): {t0, t1}},
 	}, {
 		name: "Add two endpoints then modify one",
 		scenario: func(s *State) {
 			e1 := create("ns", "ep1", t1)
-			s.OnEndpointSliceAdd(e1)
-			s.OnEndpointSliceAdd(create("ns", "ep2", t2))
-			s.OnEndpointSliceUpdate(e1, modify(e1, t3))
+			s.AddEndpointSlice(e1)
+			s.AddEndpointSlice(create("ns", "ep2", t2))
+			s.UpdateEndpointSlice(e1, modify(e1, t3))
 		},
 		expected: map[types.NamespacedName][]time.Time{nsn("ns", "ep1"): {t1, t3}, nsn("ns", "ep2"): {t2}},
 	}, {
@@ -531,40 +531,40 @@ func TestLastChangeTriggerTime(t *testing.T) {
 		scenario: func(s *State) {
 			e := create("ns", "ep1", t1)
 			delete(e.Annotations, v1.EndpointsLastChangeTriggerTime)
-			s.OnEndpointSliceAdd(e)
+			s.AddEndpointSlice(e)
 		},
 		expected: map[types.NamespacedName][]time.Time{},
 	}, {
 		name:     "Endpoints create before tracker started",
-		scenario: func(s *State) { s.OnEndpointSliceAdd(create("ns", "ep1", tBefore)) },
+		scenario: func(s *State) { s.AddEndpointSlice(create("ns", "ep1", tBefore)) },
 		expected: map[types.NamespacedName][]time.Time{},
 	}, {
 		name: "addEndpoints then deleteEndpoints",
 		scenario: func(s *State) {
 			e := create("ns", "ep1", t1)
-			s.OnEndpointSliceAdd(e)
-			s.OnEndpointSliceDelete(e)
+			s.AddEndpointSlice(e)
+			s.DeleteEndpointSlice(e)
 		},
 		expected: map[types.NamespacedName][]time.Time{},
 	}, {
 		name: "add then delete then add again",
 		scenario: func(s *State) {
 			e := create("ns", "ep1", t1)
-			s.OnEndpointSliceAdd(e)
-			s.OnEndpointSliceDelete(e)
-			s.OnEndpointSliceAdd(modify(e, t2))
+			s.AddEndpointSlice(e)
+			s.DeleteEndpointSlice(e)
+			s.AddEndpointSlice(modify(e, t2))
 		},
 		expected: map[types.NamespacedName][]time.Time{nsn("ns", "ep1"): {t2}},
 	}, {
 		name:     "delete",
-		scenario: func(s *State) { s.OnEndpointSliceDelete(create("ns", "ep1", t1)) },
+		scenario: func(s *State) { s.DeleteEndpointSlice(create("ns", "ep1", t1)) },
 		expected: map[types.NamespacedName][]time.Time{},
 	}, {
 		name: "unparsable annotation is reported, not recorded",
 		scenario: func(s *State) {
 			e := create("ns", "ep1", t1)
 			e.Annotations[v1.EndpointsLastChangeTriggerTime] = "yesterday"
-			s.OnEndpointSliceAdd(e)
+			s.AddEndpointSlice(e)
 		},
 		expected: map[types.NamespacedName][]time.Time{},
 	}}
@@ -731,13 +731,13 @@ func TestEndpointSliceChangeDetection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewState(v1.IPv4Protocol, "")
 			for _, slice := range tc.starting {
-				s.OnEndpointSliceAdd(slice)
+				s.AddEndpointSlice(slice)
 			}
 			s.Commit()
 			if tc.remove {
-				s.OnEndpointSliceDelete(tc.slice)
+				s.DeleteEndpointSlice(tc.slice)
 			} else {
-				s.OnEndpointSliceAdd(tc.slice)
+				s.AddEndpointSlice(tc.slice)
 			}
 			_, pending := s.Pending()
 			upd := s.Commit()
@@ -771,11 +771,11 @@ func TestEndpointSliceCacheClearedCorrectly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewState(v1.IPv4Protocol, testNode)
 			for _, slice := range tc.slices {
-				s.OnEndpointSliceAdd(slice)
+				s.AddEndpointSlice(slice)
 			}
 			s.Commit()
 			for _, slice := range tc.slices {
-				s.OnEndpointSliceDelete(slice)
+				s.DeleteEndpointSlice(slice)
 			}
 			s.Commit()
 			if len(s.appliedSlices) != 0 || len(s.services) != 0 || len(s.pendingSlices) != 0 {
@@ -787,10 +787,10 @@ func TestEndpointSliceCacheClearedCorrectly(t *testing.T) {
 	// Deleting one of two slices of a Service keeps the other.
 	s := NewState(v1.IPv4Protocol, testNode)
 	a, b := mk("ns1", "svc1", 1), mk("ns1", "svc1", 2)
-	s.OnEndpointSliceAdd(a)
-	s.OnEndpointSliceAdd(b)
+	s.AddEndpointSlice(a)
+	s.AddEndpointSlice(b)
 	s.Commit()
-	s.OnEndpointSliceDelete(a)
+	s.DeleteEndpointSlice(a)
 	s.Commit()
 	if len(s.appliedSlices) != 1 || len(s.appliedSlices[nsn("ns1", "svc1")]) != 1 {
 		t.Errorf("applied slices = %v, want one", s.appliedSlices)

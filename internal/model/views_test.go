@@ -36,7 +36,7 @@ func TestViewsFollowServicesAndEndpoints(t *testing.T) {
 
 	// Endpoints before the Service: no view yet, but the endpoints are kept.
 	slice := httpSlice("ns", "web", "web-1", ep("10.0.0.1", onNode(testNode)), ep("10.0.0.2", onNode("other")))
-	s.OnEndpointSliceAdd(slice)
+	s.AddEndpointSlice(slice)
 	upd := s.Commit()
 	if s.View(name) != nil || !upd.Empty() || len(s.Endpoints(name)) != 2 {
 		t.Fatalf("view %v, update %+v, endpoints %v", s.View(name), upd, s.Endpoints(name))
@@ -55,7 +55,7 @@ func TestViewsFollowServicesAndEndpoints(t *testing.T) {
 	// An update that changes nothing visible (resourceVersion) changes no view.
 	slice2 := slice.DeepCopy()
 	slice2.ResourceVersion = "2"
-	s.OnEndpointSliceUpdate(slice, slice2)
+	s.UpdateEndpointSlice(slice, slice2)
 	upd = s.Commit()
 	if !upd.Empty() || len(upd.UpdatedServices) != 1 || s.View(name) != v {
 		t.Errorf("no-op slice update: %+v", upd)
@@ -95,7 +95,7 @@ func TestCommitReportsOnlyWhatChanged(t *testing.T) {
 		svcs[i] = clusterIPService("ns", fmt.Sprintf("svc-%04d", i), fmt.Sprintf("10.96.%d.%d", i/250, i%250+1))
 		slicesByIndex[i] = httpSlice("ns", svcs[i].Name, svcs[i].Name+"-1", ep(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
 		s.OnServiceAdd(svcs[i])
-		s.OnEndpointSliceAdd(slicesByIndex[i])
+		s.AddEndpointSlice(slicesByIndex[i])
 	}
 	upd := s.Commit()
 	if len(upd.Changed) != n || s.Len() != n {
@@ -108,7 +108,7 @@ func TestCommitReportsOnlyWhatChanged(t *testing.T) {
 	// Change the endpoints of one Service.
 	changed := slicesByIndex[500].DeepCopy()
 	changed.Endpoints = append(changed.Endpoints, ep("10.2.0.1"))
-	s.OnEndpointSliceUpdate(slicesByIndex[500], changed)
+	s.UpdateEndpointSlice(slicesByIndex[500], changed)
 	upd = s.Commit()
 	want := []ServicePortName{spn("ns", "svc-0500", "http", v1.ProtocolTCP)}
 	if !slices.Equal(upd.Changed, want) || len(upd.Deleted) != 0 || len(upd.UpdatedServices) != 1 {
@@ -149,10 +149,10 @@ func TestTopologyChangeRecategorizesHintedServices(t *testing.T) {
 	plain := clusterIPService("ns", "plain", "10.96.0.2")
 	s.OnServiceAdd(hinted)
 	s.OnServiceAdd(plain)
-	s.OnEndpointSliceAdd(httpSlice("ns", "hinted", "hinted-1",
+	s.AddEndpointSlice(httpSlice("ns", "hinted", "hinted-1",
 		ep("10.0.0.1", zoneHints("zone-a")),
 		ep("10.0.0.2", zoneHints("zone-b"))))
-	s.OnEndpointSliceAdd(httpSlice("ns", "plain", "plain-1", ep("10.0.1.1"), ep("10.0.1.2")))
+	s.AddEndpointSlice(httpSlice("ns", "plain", "plain-1", ep("10.0.1.1"), ep("10.0.1.2")))
 	s.OnNodeTopologyChange(map[string]string{v1.LabelTopologyZone: "zone-a"})
 	s.Commit()
 	hintedName := spn("ns", "hinted", "http", v1.ProtocolTCP)
@@ -197,8 +197,8 @@ func TestDualStackStatesAreIndependent(t *testing.T) {
 	v6.AddressType = discovery.AddressTypeIPv6
 	for _, s := range []*State{s4, s6} {
 		s.OnServiceAdd(svc)
-		s.OnEndpointSliceAdd(v4)
-		s.OnEndpointSliceAdd(v6)
+		s.AddEndpointSlice(v4)
+		s.AddEndpointSlice(v6)
 		s.Commit()
 	}
 	name := spn("ns", "dual", "http", v1.ProtocolTCP)
@@ -224,7 +224,7 @@ func TestHandlersAreSafeConcurrently(t *testing.T) {
 				name := fmt.Sprintf("svc-%d-%d", w, i%20)
 				svc := clusterIPService("ns", name, fmt.Sprintf("10.96.%d.%d", w, i%20+1))
 				s.OnServiceAdd(svc)
-				s.OnEndpointSliceAdd(httpSlice("ns", name, name+"-1", ep(fmt.Sprintf("10.1.%d.%d", w, i%250+1))))
+				s.AddEndpointSlice(httpSlice("ns", name, name+"-1", ep(fmt.Sprintf("10.1.%d.%d", w, i%250+1))))
 				s.OnNodeTopologyChange(map[string]string{v1.LabelTopologyZone: fmt.Sprint(i % 3)})
 				if i%7 == 0 {
 					s.OnServiceDelete(svc)

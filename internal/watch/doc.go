@@ -10,8 +10,9 @@
 //     node manager's informer.
 //
 // Cached objects are trimmed to what the proxy reads (Trimmer.TrimForProxy: no
-// managedFields anywhere; Services and EndpointSlices also lose labels,
-// annotations and per-endpoint fields that kube-proxy never reads). Events fan out, in
+// managedFields anywhere; Services also lose labels, annotations and the selector;
+// EndpointSlices are cached converted, as model.EndpointSlice, for this node, and
+// the handlers receive them so). Events fan out, in
 // registration order, to typed handlers (ServiceHandler, EndpointSliceHandler,
 // NodeHandler, NodeTopologyHandler, ServiceCIDRHandler) whose shape follows
 // upstream's pkg/proxy/config. An informer is only started for a kind that has at

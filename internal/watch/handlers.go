@@ -2,7 +2,8 @@ package watch
 
 import (
 	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/kproxy/kproxy/internal/model"
 )
 
 // ServiceHandler receives Service changes.
@@ -15,11 +16,12 @@ type ServiceHandler interface {
 	OnServiceSynced()
 }
 
-// EndpointSliceHandler receives EndpointSlice changes.
+// EndpointSliceHandler receives EndpointSlice changes, as the informer cache holds
+// them: converted for this node (see Trimmer).
 type EndpointSliceHandler interface {
-	OnEndpointSliceAdd(endpointSlice *discoveryv1.EndpointSlice)
-	OnEndpointSliceUpdate(oldEndpointSlice, newEndpointSlice *discoveryv1.EndpointSlice)
-	OnEndpointSliceDelete(endpointSlice *discoveryv1.EndpointSlice)
+	OnEndpointSliceAdd(endpointSlice *model.EndpointSlice)
+	OnEndpointSliceUpdate(oldEndpointSlice, newEndpointSlice *model.EndpointSlice)
+	OnEndpointSliceDelete(endpointSlice *model.EndpointSlice)
 	// OnEndpointSlicesSynced is called once, after the initial list.
 	OnEndpointSlicesSynced()
 }

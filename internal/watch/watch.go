@@ -10,7 +10,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/internal/model"
 )
 
 // Option configures a Watcher.
@@ -124,7 +125,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 
 	logger := klog.FromContext(ctx)
 	var factories []informers.SharedInformerFactory
-	trimmer := NewTrimmer()
+	trimmer := NewTrimmer(w.nodeName)
 	newFactory := func(tweak func(*metav1.ListOptions)) informers.SharedInformerFactory {
 		opts := []informers.SharedInformerOption{informers.WithTransform(trimmer.TrimForProxy)}
 		if tweak != nil {
@@ -280,17 +281,17 @@ func (w *Watcher) serviceEvents(logger klog.Logger) cache.ResourceEventHandler {
 
 func (w *Watcher) endpointSliceEvents(logger klog.Logger) cache.ResourceEventHandler {
 	return typedEvents(logger, "endpoints",
-		func(slice *discoveryv1.EndpointSlice) {
+		func(slice *model.EndpointSlice) {
 			for _, h := range w.endpointSliceHandler {
 				h.OnEndpointSliceAdd(slice)
 			}
 		},
-		func(old, slice *discoveryv1.EndpointSlice) {
+		func(old, slice *model.EndpointSlice) {
 			for _, h := range w.endpointSliceHandler {
 				h.OnEndpointSliceUpdate(old, slice)
 			}
 		},
-		func(slice *discoveryv1.EndpointSlice) {
+		func(slice *model.EndpointSlice) {
 			for _, h := range w.endpointSliceHandler {
 				h.OnEndpointSliceDelete(slice)
 			}
@@ -301,7 +302,7 @@ func (w *Watcher) endpointSliceEvents(logger klog.Logger) cache.ResourceEventHan
 // unexpected type are reported and dropped, and deletions seen only as tombstones are
 // unwrapped.
 func typedEvents[T interface {
-	*v1.Service | *discoveryv1.EndpointSlice
+	*v1.Service | *model.EndpointSlice
 	metav1.Object
 }](logger klog.Logger, kind string, onAdd func(T), onUpdate func(old, obj T), onDelete func(T)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{

@@ -22,6 +22,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/internal/model"
 )
 
 // recorder implements every handler interface and logs the calls.
@@ -60,13 +62,13 @@ func (r *recorder) OnServiceUpdate(o, s *v1.Service) {
 }
 func (r *recorder) OnServiceDelete(s *v1.Service) { r.add(s, "service delete %s", s.Name) }
 func (r *recorder) OnServiceSynced()              { r.add(nil, "service synced") }
-func (r *recorder) OnEndpointSliceAdd(s *discoveryv1.EndpointSlice) {
+func (r *recorder) OnEndpointSliceAdd(s *model.EndpointSlice) {
 	r.add(s, "slice add %s", s.Name)
 }
-func (r *recorder) OnEndpointSliceUpdate(_, s *discoveryv1.EndpointSlice) {
+func (r *recorder) OnEndpointSliceUpdate(_, s *model.EndpointSlice) {
 	r.add(s, "slice update %s", s.Name)
 }
-func (r *recorder) OnEndpointSliceDelete(s *discoveryv1.EndpointSlice) {
+func (r *recorder) OnEndpointSliceDelete(s *model.EndpointSlice) {
 	r.add(s, "slice delete %s", s.Name)
 }
 func (r *recorder) OnEndpointSlicesSynced() { r.add(nil, "slice synced") }
@@ -330,7 +332,8 @@ func TestTombstones(t *testing.T) {
 		return cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: obj}
 	}
 	w.serviceEvents(logger).OnDelete(tomb(service("gone", "10.96.0.1", nil)))
-	w.endpointSliceEvents(logger).OnDelete(tomb(slice("gone-abc", nil)))
+	// Tombstones hold the cached object: the converted slice.
+	w.endpointSliceEvents(logger).OnDelete(tomb(model.NewEndpointSlice(slice("gone-abc", nil), "node1", nil)))
 	w.nodeEvents(logger).OnDelete(tomb(node("node1", "")))
 	// Tombstones of the wrong type are dropped, not passed on.
 	w.serviceEvents(logger).OnDelete(tomb(node("node1", "")))

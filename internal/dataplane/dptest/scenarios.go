@@ -87,16 +87,16 @@ func RunScenarios(t *testing.T, newFixture NewFixture) {
 func (p *Parts) AddStandardServices() {
 	st := p.State
 	st.OnServiceAdd(Service("ns1", "web", "172.30.0.10", WithPort("http", v1.ProtocolTCP, 80, 8080)))
-	st.OnEndpointSliceAdd(Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	st.AddEndpointSlice(Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		Ready("10.0.1.1", NodeName), Ready("10.0.2.1", "node-b")))
 
 	st.OnServiceAdd(Service("ns1", "dns", "172.30.0.53", WithPort("dns", v1.ProtocolUDP, 53, 5353)))
-	st.OnEndpointSliceAdd(Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
+	st.AddEndpointSlice(Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
 		Ready("10.0.1.2", NodeName), Ready("10.0.2.2", "node-b")))
 
 	st.OnServiceAdd(Service("ns2", "lb", "172.30.0.20", WithPort("http", v1.ProtocolTCP, 80, 8080),
 		AsLoadBalancer("1.2.3.4", 30080, true, 30999)))
-	st.OnEndpointSliceAdd(Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.2.3", "node-b")))
+	st.AddEndpointSlice(Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.2.3", "node-b")))
 }
 
 // IPv4Label is the family label of the IPv4 proxier's metrics.
@@ -179,7 +179,7 @@ func staleUDPEndpointFlowsCleared(t *testing.T, newFixture NewFixture) {
 		udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353),
 	})
 	// 10.0.2.2 stops serving.
-	p.State.OnEndpointSliceUpdate(nil, Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
+	p.State.UpdateEndpointSlice(nil, Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP,
 		Ready("10.0.1.2", NodeName), NotReady("10.0.2.2", "node-b")))
 	mustSync(t, f)
 	checkFlows(t, p, "172.30.0.53->10.0.1.2")
@@ -189,7 +189,7 @@ func tcpEndpointChangeLeavesConntrackAlone(t *testing.T, newFixture NewFixture) 
 	f, p := started(t, newFixture, nil)
 	// A UDP flow that is stale, but nothing UDP changed: no reconciliation.
 	p.Conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.7.7", 5353)})
-	p.State.OnEndpointSliceUpdate(nil, Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.3.1", "node-c")))
+	p.State.UpdateEndpointSlice(nil, Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.3.1", "node-c")))
 	mustSync(t, f)
 	checkFlows(t, p, "172.30.0.53->10.0.7.7")
 }
@@ -200,7 +200,7 @@ func conntrackCleanupWaitsForSuccessfulSync(t *testing.T, newFixture NewFixture)
 		udpFlow("10.0.5.5", "172.30.0.53", 53, "10.0.1.2", 5353),
 		udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353),
 	})
-	p.State.OnEndpointSliceUpdate(nil, Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, Ready("10.0.1.2", NodeName)))
+	p.State.UpdateEndpointSlice(nil, Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, Ready("10.0.1.2", NodeName)))
 	mustFailSync(t, f)
 	// The rules still send traffic to 10.0.2.2: its flows must stay.
 	checkFlows(t, p, "172.30.0.53->10.0.1.2", "172.30.0.53->10.0.2.2")
@@ -212,7 +212,7 @@ func conntrackFailureRetriedAtNextSync(t *testing.T, newFixture NewFixture) {
 	f, p := started(t, newFixture, nil)
 	p.Conntrack.SetEntries(v1.IPv4Protocol, []*netlink.ConntrackFlow{udpFlow("10.0.5.6", "172.30.0.53", 53, "10.0.2.2", 5353)})
 	p.Conntrack.SetListError(errors.New("netlink dump failed"))
-	p.State.OnEndpointSliceUpdate(nil, Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, Ready("10.0.1.2", NodeName)))
+	p.State.UpdateEndpointSlice(nil, Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, Ready("10.0.1.2", NodeName)))
 	mustSync(t, f) // the rules are in; only the cleanup failed, which is not a sync error
 	checkFlows(t, p, "172.30.0.53->10.0.2.2")
 
@@ -225,7 +225,7 @@ func networkProgrammingDuration(t *testing.T, newFixture NewFixture) {
 	f, p := started(t, newFixture, nil)
 	changed := p.Clock.Now()
 	p.Clock.Step(5 * time.Second)
-	p.State.OnEndpointSliceUpdate(nil, WithTriggerTime(Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	p.State.UpdateEndpointSlice(nil, WithTriggerTime(Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		Ready("10.0.3.1", "node-c")), changed))
 	mustSync(t, f)
 
@@ -238,7 +238,7 @@ func networkProgrammingDuration(t *testing.T, newFixture NewFixture) {
 	p.Clock.Step(time.Second)
 	changed = p.Clock.Now()
 	p.Clock.Step(2 * time.Second)
-	p.State.OnEndpointSliceUpdate(nil, WithTriggerTime(Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	p.State.UpdateEndpointSlice(nil, WithTriggerTime(Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		Ready("10.0.3.2", "node-c")), changed))
 	mustFailSync(t, f)
 	if count, _ := Histogram(t, p.Registry, "kubeproxy_network_programming_duration_seconds", IPv4Label); count != 1 {
@@ -254,7 +254,7 @@ func noLocalEndpointsGauge(t *testing.T, newFixture NewFixture) {
 	p := f.Fakes()
 	p.AddStandardServices() // ns2/lb: eTP Local, its only endpoint on node-b
 	p.State.OnServiceAdd(Service("ns3", "itp", "172.30.0.40", WithPort("", v1.ProtocolTCP, 80, 8080), WithInternalLocal()))
-	p.State.OnEndpointSliceAdd(Slice("ns3", "itp", "itp-1", 8080, "", v1.ProtocolTCP, Ready("10.0.2.4", "node-b")))
+	p.State.AddEndpointSlice(Slice("ns3", "itp", "itp-1", 8080, "", v1.ProtocolTCP, Ready("10.0.2.4", "node-b")))
 	// iTP Local without any endpoint: not counted (upstream counts only Services
 	// that have endpoints elsewhere).
 	p.State.OnServiceAdd(Service("ns3", "empty", "172.30.0.41", WithPort("", v1.ProtocolTCP, 80, 8080), WithInternalLocal()))
@@ -271,7 +271,7 @@ func noLocalEndpointsGauge(t *testing.T, newFixture NewFixture) {
 	}
 	check("first sync", 1, 1)
 
-	p.State.OnEndpointSliceUpdate(nil, Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
+	p.State.UpdateEndpointSlice(nil, Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
 		Ready("10.0.2.3", "node-b"), Ready("10.0.1.3", NodeName)))
 	mustSync(t, f)
 	check("local endpoint for the LB", 1, 0)
@@ -280,7 +280,7 @@ func noLocalEndpointsGauge(t *testing.T, newFixture NewFixture) {
 	mustSync(t, f)
 	check("iTP Service deleted", 0, 0)
 
-	p.State.OnEndpointSliceUpdate(nil, Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.2.3", "node-b")))
+	p.State.UpdateEndpointSlice(nil, Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.2.3", "node-b")))
 	mustFailSync(t, f)
 	mustSync(t, f) // full resync recomputes the gauge from the whole model
 	check("after a failed sync and recovery", 0, 1)
@@ -305,10 +305,10 @@ func syncReportsWhetherItWrote(t *testing.T, newFixture NewFixture) {
 	}
 	state.OnServiceAdd(Service("ns1", "web", "172.30.0.10", WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	old := Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.1.1", "node-b"))
-	state.OnEndpointSliceAdd(old)
+	state.AddEndpointSlice(old)
 	step("first sync", true)
 	step("nothing changed", false)
-	state.OnEndpointSliceUpdate(old, Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.1.2", "node-b")))
+	state.UpdateEndpointSlice(old, Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.1.2", "node-b")))
 	step("endpoint replaced", true)
 	step("nothing changed since", false)
 }
@@ -372,9 +372,9 @@ func serviceHealthFailureRetried(t *testing.T, newFixture NewFixture) {
 
 func healthUpdatedOncePerSuccessfulSync(t *testing.T, newFixture NewFixture) {
 	f, p := started(t, newFixture, nil)
-	p.State.OnEndpointSliceUpdate(nil, Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.3.1", "node-c")))
+	p.State.UpdateEndpointSlice(nil, Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.3.1", "node-c")))
 	mustSync(t, f)
-	p.State.OnEndpointSliceUpdate(nil, Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.3.2", "node-c")))
+	p.State.UpdateEndpointSlice(nil, Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, Ready("10.0.3.2", "node-c")))
 	mustFailSync(t, f)
 	mustSync(t, f)
 	if got := p.Health.Count(v1.IPv4Protocol); got != 3 {
@@ -389,7 +389,7 @@ func optionalDependenciesMayBeNil(t *testing.T, newFixture NewFixture) {
 	f, p := started(t, newFixture, func(c *proxycore.Config) {
 		c.Metrics, c.Health, c.ServiceHealth, c.Conntrack, c.Clock = nil, nil, nil, nil, nil
 	})
-	p.State.OnEndpointSliceUpdate(nil, Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, Ready("10.0.3.1", "node-c")))
+	p.State.UpdateEndpointSlice(nil, Slice("ns1", "dns", "dns-1", 5353, "dns", v1.ProtocolUDP, Ready("10.0.3.1", "node-c")))
 	p.State.OnServiceDelete(Service("ns1", "web", "172.30.0.10", WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	// A failed write, recovered from by the next sync, needs none of them either.
 	mustFailSync(t, f)

@@ -75,7 +75,7 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	f.AddStandardServices()
 	f.sync()
 
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b"), dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 
@@ -149,7 +149,7 @@ func TestPartialRestoreFailure(t *testing.T) {
 	f.sync()
 	updates := f.Health.Count(v1.IPv4Protocol)
 
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.ipt.FailNext(iptables.OpRestore, errInjected)
 	f.sync()
 	if !f.lastWasFull() {
@@ -167,7 +167,7 @@ func TestPartialRestoreFailure(t *testing.T) {
 	}
 
 	// Back to deltas afterwards.
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.2", "node-c")))
 	f.sync()
 	if f.lastWasFull() {
 		t.Errorf("the sync after the recovery was full")
@@ -217,7 +217,7 @@ func TestFailedFullRestore(t *testing.T) {
 			}
 			updates := f.Health.Count(v1.IPv4Protocol)
 
-			f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+			f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 			// The partial restore (if any) and the full one both fail.
 			f.ipt.FailNext(iptables.OpRestore, errInjected)
 			if !first {
@@ -297,7 +297,7 @@ func TestFullSyncPeriod(t *testing.T) {
 	f.sync()
 
 	f.Clock.Step(30 * time.Second)
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if f.lastWasFull() {
 		t.Fatalf("sync before FullSyncPeriod was full")
@@ -325,7 +325,7 @@ func TestLargeCluster(t *testing.T) {
 	f.sync()
 	f.checkRulesAreFullRender(testRenderConfig())
 
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b"), dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if !f.lastWasFull() {
@@ -425,7 +425,7 @@ func TestNFAcctCounters(t *testing.T) {
 		c.Render.LocalhostNodePorts = true
 	})
 	f.State.OnServiceAdd(dptest.Service("ns1", "np", "172.30.0.50", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080), dptest.AsLoadBalancer("192.0.2.50", 30080, false, 0)))
-	f.State.OnEndpointSliceAdd(dptest.Slice("ns1", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", "node-b")))
+	f.State.AddEndpointSlice(dptest.Slice("ns1", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", "node-b")))
 	f.sync()
 	if strings.Contains(f.lastRestore(), "-m nfacct") {
 		t.Fatalf("rules name nfacct counters that could not be created:\n%s", f.lastRestore())
@@ -456,7 +456,7 @@ func TestPrecommit(t *testing.T) {
 	f := newFixture(t)
 	f.State.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.proxier.Precommit()
-	f.State.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
+	f.State.AddEndpointSlice(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
 	f.proxier.Precommit()
 	if services, endpoints := f.State.Pending(); services != 0 || endpoints != 0 || f.restores() != 0 {
 		t.Fatalf("Precommit left %d/%d pending changes or restored (%d restores)", services, endpoints, f.restores())

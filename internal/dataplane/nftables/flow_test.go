@@ -69,9 +69,9 @@ func TestPacketsAfterSync(t *testing.T) {
 	})
 
 	// After a delta: the new endpoint is reachable, the removed one is not.
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.3.1", "node-c")))
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.2.3", "node-b"), dptest.Ready("10.0.1.3", testNodeName)))
 	f.sync()
 	if f.lastWasFullRewrite() {

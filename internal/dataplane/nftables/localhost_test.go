@@ -52,7 +52,7 @@ func TestLocalhostNodePortListenersFollowSyncs(t *testing.T) {
 		dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353), dptest.AsLoadBalancer("1.2.3.5", 30053, false, 0))
 	web.Spec.Ports[0].NodePort = 30081
 	f.State.OnServiceAdd(web)
-	f.State.OnEndpointSliceAdd(dptest.Slice("ns3", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.9", "node-b")))
+	f.State.AddEndpointSlice(dptest.Slice("ns3", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.9", "node-b")))
 	f.sync()
 	if got := listenerPorts(t, fake); !slices.Equal(got, []uint16{30081}) {
 		t.Fatalf("listeners %v, want [30081]", got)
@@ -67,14 +67,14 @@ func TestLocalhostNodePortListenersFollowSyncs(t *testing.T) {
 	}
 
 	// The endpoints go away: no listener.
-	f.State.OnEndpointSliceDelete(dptest.Slice("ns3", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.9", "node-b")))
+	f.State.DeleteEndpointSlice(dptest.Slice("ns3", "np", "np-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.9", "node-b")))
 	f.sync()
 	if got := listenerPorts(t, fake); len(got) != 0 {
 		t.Errorf("listeners %v after the endpoints went away", got)
 	}
 
 	// A failed transaction hands nothing; the next (full) sync does.
-	f.State.OnEndpointSliceAdd(dptest.Slice("ns3", "np", "np-2", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.10", "node-b")))
+	f.State.AddEndpointSlice(dptest.Slice("ns3", "np", "np-2", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.2.10", "node-b")))
 	f.nft.failNext = 1
 	n = len(fake.Syncs())
 	if _, err := f.proxier.Sync(context.Background()); err == nil {

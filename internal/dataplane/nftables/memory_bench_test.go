@@ -31,7 +31,7 @@ func BenchmarkRetainedMemory10k(b *testing.B) {
 		st := model.NewState(v1.IPv4Protocol, testNodeName)
 		for i := range svcs {
 			st.OnServiceAdd(svcs[i])
-			st.OnEndpointSliceAdd(epSlices[i])
+			st.AddEndpointSlice(epSlices[i])
 		}
 		if upd := st.Commit(); len(upd.Changed) != services {
 			b.Fatalf("committed %d ServicePorts, want %d", len(upd.Changed), services)

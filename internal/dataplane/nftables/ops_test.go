@@ -58,7 +58,7 @@ func TestFullSyncAsOps(t *testing.T) {
 	for i := range services {
 		name := fmt.Sprintf("svc-%d", i)
 		f.State.OnServiceAdd(dptest.Service("ns", name, fmt.Sprintf("172.30.%d.%d", i/250, i%250+1), dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
-		f.State.OnEndpointSliceAdd(dptest.Slice("ns", name, name+"-1", 8080, "http", v1.ProtocolTCP,
+		f.State.AddEndpointSlice(dptest.Slice("ns", name, name+"-1", 8080, "http", v1.ProtocolTCP,
 			dptest.Ready(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), testNodeName), dptest.Ready(fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), "node-b")))
 	}
 
@@ -98,7 +98,7 @@ func TestPrecommit(t *testing.T) {
 	f := newFixture(t)
 	f.State.OnServiceAdd(dptest.Service("ns1", "web", "172.30.0.10", dptest.WithPort("http", v1.ProtocolTCP, 80, 8080)))
 	f.proxier.Precommit()
-	f.State.OnEndpointSliceAdd(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
+	f.State.AddEndpointSlice(dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.1.1", testNodeName)))
 	f.proxier.Precommit()
 	f.State.OnServiceAdd(dptest.Service("ns1", "dns", "172.30.0.53", dptest.WithPort("dns", v1.ProtocolUDP, 53, 5353)))
 	if f.nft.runs() != 0 {

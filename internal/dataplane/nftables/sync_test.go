@@ -88,7 +88,7 @@ func TestEndpointChangeWritesOnlyDelta(t *testing.T) {
 	f.sync()
 	fullOps := f.nft.lastOperations()
 
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.1.1", testNodeName), dptest.Ready("10.0.2.1", "node-b"), dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 
@@ -148,7 +148,7 @@ func TestFailedTransaction(t *testing.T) {
 			before := normalizeDump(f.nft.Dump())
 			updates := f.Health.Count(v1.IPv4Protocol)
 
-			f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+			f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 				dptest.Ready("10.0.3.1", "node-c")))
 			f.nft.failNext = 1
 			if first {
@@ -186,7 +186,7 @@ func TestFailedTransaction(t *testing.T) {
 			}
 
 			// Back to deltas afterwards.
-			f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
+			f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP,
 				dptest.Ready("10.0.3.2", "node-c")))
 			f.sync()
 			if f.lastWasFullRewrite() {
@@ -203,7 +203,7 @@ func TestFullSyncPeriod(t *testing.T) {
 	f.sync()
 
 	f.Clock.Step(30 * time.Second)
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if f.lastWasFullRewrite() {
 		t.Fatalf("sync before FullSyncPeriod was full")
@@ -319,7 +319,7 @@ func TestServiceHealth(t *testing.T) {
 	}
 
 	// An endpoint change does not resync the health check services.
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns2", "lb", "lb-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.2.3", "node-b"), dptest.Ready("10.0.1.3", testNodeName)))
 	f.sync()
 	if len(f.SvcHealth.Services) != 1 {
@@ -360,7 +360,7 @@ func TestFullSyncHook(t *testing.T) {
 	if entered != 1 || left != 1 || runsAtEntry[0] != 0 || runsAtExit[0] != 1 {
 		t.Fatalf("first (full) sync: entered %d, left %d, transactions at entry %v and exit %v; want 1, 1, [0], [1]", entered, left, runsAtEntry, runsAtExit)
 	}
-	f.State.OnEndpointSliceUpdate(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
+	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", v1.ProtocolTCP, dptest.Ready("10.0.3.1", "node-c")))
 	f.sync()
 	if f.lastWasFullRewrite() || entered != 1 {
 		t.Fatalf("partial sync: full rewrite %t, hook entered %d times; want false, 1", f.lastWasFullRewrite(), entered)
@@ -378,7 +378,7 @@ func addAffinityService(f *fixture) {
 	svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
 	svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: new(int32(600))}}
 	f.State.OnServiceAdd(svc)
-	f.State.OnEndpointSliceAdd(dptest.Slice("ns1", "sticky", "sticky-1", 8080, "http", v1.ProtocolTCP,
+	f.State.AddEndpointSlice(dptest.Slice("ns1", "sticky", "sticky-1", 8080, "http", v1.ProtocolTCP,
 		dptest.Ready("10.0.5.1", "node-b"), dptest.Ready("10.0.5.2", "node-b")))
 }
 
