@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/nft"
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
@@ -143,3 +144,50 @@ func TestEncodeRuleRejects(t *testing.T) {
 
 func netip4(s string) netip.Addr      { return netip.MustParseAddr(s) }
 func netipAP(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+// TestLoweredTextMatchesText: the documented syntax beyond the renderer's, read by
+// nfttext and lowered to typed rules, encodes as the text parser compiles it.
+func TestLoweredTextMatchesText(t *testing.T) {
+	for _, text := range []string{
+		`ct state established,related accept`, `ct state != new drop`, `ct status != dnat accept`,
+		`ip saddr 10.0.0.0/12 drop`, `ip saddr != 10.1.2.3 drop`, `ip saddr 10.0.0.1-10.0.0.5 counter drop`,
+		`ip saddr != 10.0.0.1-10.0.0.5 drop`, `ip saddr { 10.0.0.1, 10.0.0.2, 10.0.0.3 } drop`,
+		`ip saddr != { 10.0.0.0/8, 10.1.0.0/16, 11.0.0.0/8, 192.168.0.0/24 } drop`,
+		`ip saddr { 0.0.0.0/1, 200.0.0.0/5, 255.255.255.255 } drop`, `ip saddr { 10.0.0.1-10.0.0.9, 10.1.0.0/16 } drop`,
+		`iifname "veth*" accept`, `oifname "eth0" return`, `meta iifname lo accept`,
+		`meta mark set meta mark | 0x4000`, `mark set 0x10`, `mark set mark and 0xffff`, `mark 0x4000 accept`,
+		`mark and 0x4000 0x4000 continue`, `fib daddr type != local drop`, `th sport 53 accept`,
+		`numgen random mod 4 offset 1 2 jump c2`, `meta l4proto . th dport vmap @m2`,
+		`meta l4proto . th dport vmap { tcp . 80 : goto c2 , udp . 53 : drop }`, `ip daddr @iv accept`,
+		`ip daddr != @s4 accept`, `add @aff { ip saddr }`, `dnat to 10.0.0.1`, `meta l4proto udp dnat ip to 10.0.0.1:53`,
+		`masquerade random`, `masquerade`, `snat to 10.0.0.9`, `snat to 10.0.0.9:1000`, `accept comment "with ; { } : , inside"`,
+		`counter name "k1" drop`, `th dport 22 counter name k2 drop`,
+	} {
+		toks, err := appendTokens(nil, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var textID, typedID uint32
+		want, err := compileRule("ip", toks, func() uint32 { textID++; return textID })
+		if err != nil {
+			t.Fatalf("%s: compiling the text: %v", text, err)
+		}
+		parsed, err := nfttext.ParseRule(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		lowered, err := nfttext.Lower(parsed, nft.IPv4)
+		if err != nil {
+			t.Errorf("%s: %v", text, err)
+			continue
+		}
+		got, err := encodeRule("ip", lowered, func() uint32 { typedID++; return typedID })
+		if err != nil {
+			t.Errorf("%s: %v", text, err)
+			continue
+		}
+		if !bytes.Equal(ruleMessages(t, knftables.IPv4Family, "c1", &got), ruleMessages(t, knftables.IPv4Family, "c1", &want)) {
+			t.Errorf("%s: the lowered encoding differs from the text's", text)
+		}
+	}
+}

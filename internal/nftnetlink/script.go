@@ -236,16 +236,12 @@ func commentUdata(s string) (udata, error) {
 }
 
 func (t *translator) tableCmd(verb string, c *cursor) error {
-	b := t.b
 	if verb == "delete" || verb == "flush" {
 		if !c.done() {
 			return fmt.Errorf("unsupported %s table form", verb)
 		}
 		if verb == "flush" {
-			// NFTA_RULE_TABLE and NFTA_TABLE_NAME are both attribute 1.
-			m := b.nftMsg(unix.NFT_MSG_DELRULE, 0, t.nfproto)
-			b.attrString(unix.NFTA_TABLE_NAME, t.table)
-			b.endMsg(m)
+			t.flushTable()
 			return nil
 		}
 		t.deleteTable()
@@ -280,6 +276,14 @@ func (t *translator) newTable(verb string, ud udata) {
 		b.attr(nftaTableUserdata, ud)
 	}
 	b.endMsg(m)
+}
+
+// flushTable deletes every rule of the table.
+func (t *translator) flushTable() {
+	// NFTA_RULE_TABLE and NFTA_TABLE_NAME are both attribute 1.
+	m := t.b.nftMsg(unix.NFT_MSG_DELRULE, 0, t.nfproto)
+	t.b.attrString(unix.NFTA_TABLE_NAME, t.table)
+	t.b.endMsg(m)
 }
 
 // deleteTable deletes the table: later element commands cannot refer to the

@@ -1,8 +1,9 @@
-// Package nfttext is a reader of nft text: a lexer and a parser of the nft rule
-// syntax kproxy meets, shared by whatever reads it. Writers of nft text are
-// elsewhere (internal/nft prints the renderer's typed rules); its reader is the
-// packet tracer (internal/testing/nfttrace, over the rules of a knftables Fake,
-// and soon over a node's listing).
+// Package nfttext is a reader of nft text: a lexer and a parser of the nft syntax
+// kproxy meets, shared by whatever reads it. Writers of nft text are elsewhere
+// (internal/nft prints the renderer's typed rules and operations); its reader is
+// the packet tracer (internal/testing/nfttrace, over the rules of a knftables
+// Fake, and soon over a node's listing). CommandParser and Lower read knftables
+// transaction text into internal/nft's typed operations.
 //
 // # Contract
 //
@@ -10,6 +11,9 @@
 // it does not interpret. The syntax tree keeps values as the words of the text (an
 // address, a prefix, a range, a protocol or ct state name): what a word means is
 // the reader's business (a tracer compares packets with it, a writer encodes it).
+// Lower, the one exception, turns a parsed rule into internal/nft's typed rule
+// (failing on syntax outside its vocabulary), so that text and typed operations
+// reach the kernel through one encoder.
 //
 // # Grammar
 //
@@ -35,6 +39,12 @@
 //	            [meta] mark set (N | mark OP N), masquerade [FLAGS],
 //	            dnat|snat [ip|ip6] [addr . port] to (TARGET | KEY map MAP) [FLAGS],
 //	            add|update @set { KEY [timeout T] }, comment "…" (last)
+//
+// CommandParser reads one command of a knftables transaction (its String(): one
+// per line, as knftables writes them) into internal/nft's typed operation: add,
+// create, delete and flush of the table, chains, sets, maps and counters, add
+// rule (lowered) and add, create and delete of elements. Set types and element
+// keys and values stay words, as nft.Op holds them.
 //
 // Anything else is an error naming the word it stopped at: a reader fails loudly
 // on syntax it does not know, never reads something else.
