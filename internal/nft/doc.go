@@ -15,7 +15,8 @@
 // elements by ", ", anonymous map elements by " , " (a chain name in a verdict
 // stands alone as a word),
 // marks and masks in hexadecimal, a trailing ` comment "…"` quoted as Go does.
-// internal/nft/nfttext reads the text back.
+// internal/nft/nfttext reads the text back (TestTextReadsAsTypedRule in
+// internal/nftnetlink checks every rule of the renderer's cases).
 //
 // # Vocabulary
 //

@@ -14,7 +14,8 @@ import (
 // encodeRule compiles a typed rule (internal/nft) into the expressions, anonymous
 // sets and comment nft generates for its printed text: it converts keys and values
 // into selectors and bytes and calls the emitters (emit.go), with no text in
-// between. family is the table's, "ip" or "ip6".
+// between. family is the table's, "ip" or "ip6". Rules read from text reach it
+// too, lowered by internal/nft/nfttext.
 func encodeRule(family string, r *nft.Rule, nextID func() uint32) (compiledRule, error) {
 	rc := &ruleCompiler{family: family, nextID: nextID}
 	for _, s := range r.Stmts {

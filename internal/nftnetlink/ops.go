@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kproxy/kproxy/internal/nft"
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 )
 
 // RunOps applies the typed operations ops yields (a full sync,
@@ -170,7 +171,7 @@ var setFlagBits = [...]struct {
 	bit uint32
 }{{nft.SetConstant, unix.NFT_SET_CONSTANT}, {nft.SetInterval, unix.NFT_SET_INTERVAL}, {nft.SetDynamic, unix.NFT_SET_EVAL}, {nft.SetTimeout, unix.NFT_SET_TIMEOUT}}
 
-// opSetSpec is what AddSet says about the set, as setCmd reads it from the text.
+// opSetSpec is what AddSet says about the set.
 func opSetSpec(op *nft.Op) (*setSpec, error) {
 	sp := &setSpec{info: &setInfo{}, comment: op.Comment, gcInterval: op.GCInterval, size: uint64(op.Size), policy: op.Policy, automerge: op.AutoMerge}
 	for _, fb := range setFlagBits {
@@ -197,7 +198,7 @@ func opSetSpec(op *nft.Op) (*setSpec, error) {
 }
 
 // opElement translates AddElement (verb "add" or "create"): key and value are
-// split into their fields (and a verdict) as elementCmd reads them from the text.
+// split into their fields, or the value read as a verdict.
 func (t *translator) opElement(verb string, op *nft.Op) error {
 	info, err := t.set(op.Name)
 	if err != nil {
@@ -210,17 +211,16 @@ func (t *translator) opElement(verb string, op *nft.Op) error {
 			return fmt.Errorf("value for an element of set %q", op.Name)
 		}
 		if info.data.isVerdict() {
-			toks, err := appendTokens(t.toks[:0], op.Value)
+			v, err := nfttext.ParseVerdict(op.Value)
 			if err != nil {
 				return err
 			}
-			t.toks = toks
-			c := &cursor{toks: toks}
-			if value.verdict, err = parseVerdict(c); err != nil {
+			tv, err := v.Lower()
+			if err != nil {
 				return err
 			}
-			if !c.done() {
-				return fmt.Errorf("unexpected %q after the verdict", c.describeNext())
+			if value.verdict, err = verdictExpr(tv); err != nil {
+				return err
 			}
 		} else {
 			t.dparts = appendFields(t.dparts[:0], op.Value)

@@ -1,9 +1,10 @@
-// Package nfttext is a reader of nft text: a lexer and a parser of the nft syntax
-// kproxy meets, shared by whatever reads it. Writers of nft text are elsewhere
-// (internal/nft prints the renderer's typed rules and operations); its reader is
-// the packet tracer (internal/testing/nfttrace, over the rules of a knftables
-// Fake, and soon over a node's listing). CommandParser and Lower read knftables
-// transaction text into internal/nft's typed operations.
+// Package nfttext is kproxy's one reader of nft text: a lexer and a parser of the
+// nft syntax kproxy meets, shared by whatever reads it. Writers of nft text are
+// elsewhere (internal/nft prints the renderer's typed rules); readers are the
+// packet tracer (internal/testing/nfttrace, over the rules of a knftables Fake,
+// and soon over a node's listing) and the knftables front end of the netlink
+// writer (internal/nftnetlink: Run, RunScript and Check read a transaction's
+// text, lowered to internal/nft's typed operations).
 //
 // # Contract
 //
