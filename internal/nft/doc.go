@@ -13,27 +13,33 @@
 // byte (the renderer's expected-output files hold it), including its spellings:
 // statements separated by one space, concatenations by " . ", anonymous set
 // elements by ", ", anonymous map elements by " , " (a chain name in a verdict
-// must stand alone as a word for the nft-text parser of internal/nftnetlink),
+// stands alone as a word),
 // marks and masks in hexadecimal, a trailing ` comment "…"` quoted as Go does.
+// internal/nft/nfttext reads the text back (TestTextReadsAsTypedRule in
+// internal/nftnetlink checks every rule of the renderer's cases).
 //
 // # Vocabulary
 //
-//	Match        KEY [. KEY]* [!=] VALUE        VALUE: address, prefix, number,
-//	                                            protocol, interface name, ct state
-//	                                            or status, fib type, { set }, @set
+//	Match        KEY [. KEY]* [!=] VALUE        VALUE: address, prefix, range,
+//	                                            number, protocol, interface name,
+//	                                            ct state or status, fib type,
+//	                                            { set }, @set
 //	MaskedMatch  mark and M [!=] V
-//	VMap         KEY [. KEY]* vmap @map | vmap { N : verdict , … }
-//	MarkSet      mark set mark or|xor|and M
+//	VMap         KEY [. KEY]* vmap @map | vmap { K [. K]* : verdict , … }
+//	MarkSet      mark set mark or|xor|and M | mark set M
 //	Counter      counter | counter name "N"
-//	Update       update @set { KEY [. KEY]* }
-//	DNAT         dnat to ADDR:PORT
+//	Update       update|add @set { KEY [. KEY]* }
+//	DNAT, SNAT   dnat|snat to ADDR[:PORT]
 //	DNATMap      dnat ip|ip6 addr . port to KEY [. KEY]* map @map | map { N : ADDR . PORT , … }
-//	Masquerade   masquerade [fully-random]
+//	Masquerade   masquerade [random] [fully-random] [persistent]
 //	Reject       reject
 //	Verdict      accept, drop, return, continue, jump C, goto C
 //
-// KEYs are ip|ip6 saddr|daddr, th dport, tcp|udp|sctp dport, meta l4proto, mark,
-// iifname, ct state, ct status, fib saddr|daddr type and numgen random mod N.
+// KEYs are ip|ip6 saddr|daddr, th dport|sport, tcp|udp|sctp dport, meta l4proto,
+// mark, iifname, oifname, ct state, ct status, fib saddr|daddr type and numgen
+// random mod N [offset O]. The renderer uses a subset; the rest is what
+// internal/nft/nfttext lowers from knftables text, so that text and typed
+// operations share one encoder.
 // Stmt and Value are closed (unexported methods): a back end's type switch over
 // them is complete.
 //
@@ -43,8 +49,9 @@
 // table, chains, sets and maps, counters; add of rules; add and delete of
 // elements): a full sync is a stream of Ops and a partial sync a slice of them,
 // which internal/nftnetlink encodes and Op.AppendText prints as knftables'
-// transaction text (for the nft binary). Set types and element keys
-// and values stay nft text for now; only rules are typed.
+// transaction text (for the nft binary); internal/nft/nfttext reads that text back
+// into Ops. Set types and element keys and values stay nft text for now; only
+// rules are typed.
 //
 // Rules are built in bulk (about 10^5 at 10,000 Services), so statements are
 // small values: addresses are netip values, numbers are integers, and a rule is a

@@ -38,7 +38,9 @@ const (
 	KeyCtStatus  // ct status
 	KeyFibSaddrType
 	KeyFibDaddrType
-	KeyNumgen // numgen random mod Key.Mod
+	KeyNumgen // numgen random mod Key.Mod [offset Key.Offset]
+	KeyOIFName
+	KeyTHSport // th sport
 )
 
 var keyNames = [...]string{
@@ -47,13 +49,15 @@ var keyNames = [...]string{
 	KeyL4Proto: "meta l4proto", KeyMark: "mark", KeyIIFName: "iifname",
 	KeyCtState: "ct state", KeyCtStatus: "ct status",
 	KeyFibSaddrType: "fib saddr type", KeyFibDaddrType: "fib daddr type",
-	KeyNumgen: "numgen random mod",
+	KeyNumgen: "numgen random mod", KeyOIFName: "oifname", KeyTHSport: "th sport",
 }
 
-// Key is one selector; Mod is the modulus of KeyNumgen (zero otherwise).
+// Key is one selector; Mod and Offset are the modulus and offset of KeyNumgen
+// (zero otherwise).
 type Key struct {
-	Kind KeyKind
-	Mod  uint32
+	Kind   KeyKind
+	Mod    uint32
+	Offset uint32
 }
 
 // Keys the renderer uses as they are.
@@ -106,6 +110,10 @@ func (k Key) appendText(b []byte) []byte {
 	if k.Kind == KeyNumgen {
 		b = append(b, ' ')
 		b = strconv.AppendUint(b, uint64(k.Mod), 10)
+		if k.Offset != 0 {
+			b = append(b, " offset "...)
+			b = strconv.AppendUint(b, uint64(k.Offset), 10)
+		}
 	}
 	return b
 }

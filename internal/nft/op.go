@@ -23,6 +23,7 @@ const (
 	DeleteElement // by key: Value and Comment are not written
 	AddCounter
 	DeleteCounter
+	FlushTable
 )
 
 // Op is one operation of a transaction on the table: a full sync is a stream of
@@ -32,6 +33,8 @@ const (
 // rather than copy them (only a base chain's Hook is allocated).
 type Op struct {
 	Kind OpKind
+	// Create makes an add fail when the object exists (nft's "create").
+	Create bool
 	// Name is the chain, set, map or counter operated on; for AddRule the chain,
 	// for AddElement the set or map.
 	Name  string
@@ -47,17 +50,40 @@ type Op struct {
 	// Timeout, when non-zero, makes AddSet's set dynamic, its elements expiring
 	// after Timeout (nft "flags dynamic,timeout ; timeout Ns").
 	Timeout time.Duration
+	// Flags are AddSet's flags beyond those Timeout implies.
+	Flags SetFlags
+	// GCInterval, Size, Policy ("performance" or "memory") and AutoMerge are the
+	// other properties of AddSet's set, as nft names them.
+	GCInterval time.Duration
+	Size       uint32
+	Policy     string
+	AutoMerge  bool
 	// Rule is AddRule's rule.
 	Rule *Rule
 	// Key and Value are AddElement's element, fields of a concatenation joined by
 	// " . "; Value is empty for a set. DeleteElement names its element by Key.
 	Key, Value string
+	// Packets and Bytes are AddCounter's initial values.
+	Packets, Bytes uint64
 }
 
+// SetFlags are nft's flags of a set.
+type SetFlags uint8
+
+const (
+	SetConstant SetFlags = 1 << iota
+	SetInterval
+	SetDynamic
+	SetTimeout
+)
+
+var setFlagNames = [...]string{"constant", "interval", "dynamic", "timeout"}
+
 // Hook is the attachment of a base chain, as nft names it: type "filter", hook
-// "prerouting", priority "-110" (a number, or a name nft accepts).
+// "prerouting", priority "-110" (a number, or a name nft accepts), and the
+// chain's policy ("accept" or "drop"; empty for nft's default).
 type Hook struct {
-	Type, Hook, Priority string
+	Type, Hook, Priority, Policy string
 }
 
 var opVerbs = [...]string{
@@ -65,15 +91,18 @@ var opVerbs = [...]string{
 	AddChain: "add chain", FlushChain: "flush chain", DeleteChain: "delete chain",
 	AddSet: "add set", FlushSet: "flush set", DeleteSet: "delete set",
 	AddRule: "add rule", AddElement: "add element", DeleteElement: "delete element",
-	AddCounter: "add counter", DeleteCounter: "delete counter",
+	AddCounter: "add counter", DeleteCounter: "delete counter", FlushTable: "flush table",
 }
 
 // AppendText appends o as one nft command line of the table (with its newline),
 // in the format of knftables' Transaction.String (sigs.k8s.io/knftables
-// objects.go, writeOperation): the text the nft binary and internal/nftnetlink's
-// text parser read.
+// objects.go, writeOperation): the text the nft binary and
+// internal/nft/nfttext's CommandParser read.
 func (o *Op) AppendText(b []byte, f Family, table string) []byte {
 	verb := opVerbs[o.Kind]
+	if o.Create {
+		verb = "create" + verb[3:]
+	}
 	if o.IsMap && (o.Kind == AddSet || o.Kind == FlushSet || o.Kind == DeleteSet) {
 		verb = verb[:len(verb)-3] + "map"
 	}
@@ -90,7 +119,7 @@ func (o *Op) AppendText(b []byte, f Family, table string) []byte {
 			b = append(b, " ; }"...)
 		}
 		return append(b, '\n')
-	case DeleteTable:
+	case DeleteTable, FlushTable:
 		return append(b, '\n')
 	}
 	b = append(b, ' ')
@@ -107,6 +136,11 @@ func (o *Op) AppendText(b []byte, f Family, table string) []byte {
 				b = append(b, " priority "...)
 				b = append(b, h.Priority...)
 				b = append(b, " ;"...)
+				if h.Policy != "" {
+					b = append(b, " policy "...)
+					b = append(b, h.Policy...)
+					b = append(b, " ;"...)
+				}
 			}
 			b = appendBodyComment(b, o.Comment)
 			b = append(b, " }"...)
@@ -120,11 +154,7 @@ func (o *Op) AppendText(b []byte, f Family, table string) []byte {
 			b = append(b, o.TypeOf...)
 		}
 		b = append(b, " ;"...)
-		if o.Timeout > 0 {
-			b = append(b, " flags dynamic,timeout ; timeout "...)
-			b = strconv.AppendInt(b, int64(o.Timeout.Seconds()), 10)
-			b = append(b, "s ;"...)
-		}
+		b = o.appendSetProperties(b)
 		b = appendBodyComment(b, o.Comment)
 		b = append(b, " }"...)
 	case AddRule:
@@ -146,8 +176,64 @@ func (o *Op) AppendText(b []byte, f Family, table string) []byte {
 		b = append(b, " { "...)
 		b = append(b, o.Key...)
 		b = append(b, " }"...)
+	case AddCounter:
+		if o.Packets != 0 || o.Bytes != 0 {
+			b = append(b, " { packets "...)
+			b = strconv.AppendUint(b, o.Packets, 10)
+			b = append(b, " bytes "...)
+			b = strconv.AppendUint(b, o.Bytes, 10)
+			b = append(b, " ; }"...)
+		}
 	}
 	return append(b, '\n')
+}
+
+// appendSetProperties appends AddSet's properties after its type, in knftables'
+// order: flags, timeout, gc-interval, size, policy, auto-merge.
+func (o *Op) appendSetProperties(b []byte) []byte {
+	flags := o.Flags
+	if o.Timeout > 0 {
+		flags |= SetDynamic | SetTimeout
+	}
+	if flags != 0 {
+		b = append(b, " flags "...)
+		first := true
+		for i, name := range setFlagNames {
+			if flags&(1<<i) == 0 {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			b = append(b, name...)
+			first = false
+		}
+		b = append(b, " ;"...)
+	}
+	if o.Timeout > 0 {
+		b = append(b, " timeout "...)
+		b = strconv.AppendInt(b, int64(o.Timeout.Seconds()), 10)
+		b = append(b, "s ;"...)
+	}
+	if o.GCInterval > 0 {
+		b = append(b, " gc-interval "...)
+		b = strconv.AppendInt(b, int64(o.GCInterval.Seconds()), 10)
+		b = append(b, "s ;"...)
+	}
+	if o.Size > 0 {
+		b = append(b, " size "...)
+		b = strconv.AppendUint(b, uint64(o.Size), 10)
+		b = append(b, " ;"...)
+	}
+	if o.Policy != "" {
+		b = append(b, " policy "...)
+		b = append(b, o.Policy...)
+		b = append(b, " ;"...)
+	}
+	if o.AutoMerge {
+		b = append(b, " auto-merge ;"...)
+	}
+	return b
 }
 
 // appendBodyComment appends ` comment "c" ;` unless c is empty.

@@ -37,6 +37,12 @@ func TestOpText(t *testing.T) {
 			"delete element ip6 kube-proxy m { fd00::1 . tcp . 80 }"},
 		{Op{Kind: AddCounter, Name: "n"}, "add counter ip6 kube-proxy n"},
 		{Op{Kind: DeleteCounter, Name: "n"}, "delete counter ip6 kube-proxy n"},
+		{Op{Kind: FlushTable}, "flush table ip6 kube-proxy"},
+		{Op{Kind: AddCounter, Name: "n", Create: true, Packets: 5, Bytes: 300}, "create counter ip6 kube-proxy n { packets 5 bytes 300 ; }"},
+		{Op{Kind: AddChain, Name: "in", Hook: &Hook{Type: "filter", Hook: "input", Priority: "0", Policy: "accept"}},
+			"add chain ip6 kube-proxy in { type filter hook input priority 0 ; policy accept ; }"},
+		{Op{Kind: AddSet, Name: "s", Type: "inet_service", Flags: SetInterval | SetConstant, GCInterval: time.Minute, Size: 100, Policy: "memory", AutoMerge: true, Comment: "c"},
+			`add set ip6 kube-proxy s { type inet_service ; flags constant,interval ; gc-interval 60s ; size 100 ; policy memory ; auto-merge ; comment "c" ; }`},
 	} {
 		if got := string(tc.op.AppendText(nil, IPv6, "kube-proxy")); got != tc.want+"\n" {
 			t.Errorf("got  %q\nwant %q", got, tc.want+"\n")

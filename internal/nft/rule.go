@@ -13,7 +13,7 @@ type Rule struct {
 }
 
 // Stmt is one statement of a rule: Match, MaskedMatch, VMap, MarkSet, Counter,
-// Update, DNAT, DNATMap, Masquerade, Reject or Verdict.
+// Update, DNAT, SNAT, DNATMap, Masquerade, Reject or Verdict.
 type Stmt interface {
 	appendText(b []byte) []byte
 	equal(o Stmt) bool
@@ -111,9 +111,12 @@ type VMap struct {
 	Elems []VMapElem
 }
 
-// VMapElem is one element `N : verdict` of an anonymous verdict map.
+// VMapElem is one element `N : verdict` of an anonymous verdict map, or, when
+// Fields is not nil, `F1 . F2 : verdict`, its key the concatenation of Fields
+// (one value per key of the VMap).
 type VMapElem struct {
 	Key     uint32
+	Fields  []Value
 	Verdict Verdict
 }
 
@@ -128,7 +131,16 @@ func (v VMap) appendText(b []byte) []byte {
 		if i > 0 {
 			b = append(b, " , "...)
 		}
-		b = strconv.AppendUint(b, uint64(e.Key), 10)
+		if e.Fields != nil {
+			for j, f := range e.Fields {
+				if j > 0 {
+					b = append(b, " . "...)
+				}
+				b = f.appendText(b)
+			}
+		} else {
+			b = strconv.AppendUint(b, uint64(e.Key), 10)
+		}
 		b = append(b, " : "...)
 		b = e.Verdict.appendText(b)
 	}
@@ -137,7 +149,10 @@ func (v VMap) appendText(b []byte) []byte {
 
 func (v VMap) equal(o Stmt) bool {
 	n, ok := o.(VMap)
-	return ok && v.Map == n.Map && slices.Equal(v.Keys, n.Keys) && slices.Equal(v.Elems, n.Elems)
+	return ok && v.Map == n.Map && slices.Equal(v.Keys, n.Keys) && slices.EqualFunc(v.Elems, n.Elems, func(a, b VMapElem) bool {
+		return a.Key == b.Key && a.Verdict == b.Verdict && (a.Fields == nil) == (b.Fields == nil) &&
+			slices.EqualFunc(a.Fields, b.Fields, func(x, y Value) bool { return x.equal(y) })
+	})
 }
 
 // BitOp is the operator of a MarkSet.
@@ -147,21 +162,25 @@ const (
 	BitOr BitOp = iota + 1
 	BitXor
 	BitAnd
+	BitSet // the mark becomes Value: `mark set 0x10`
 )
 
 var bitOpNames = [...]string{BitOr: "or", BitXor: "xor", BitAnd: "and"}
 
 // MarkSet sets the packet mark to the mark combined with Value: `mark set mark or
-// 0x4000`.
+// 0x4000`, or, with BitSet, to Value: `mark set 0x10`.
 type MarkSet struct {
 	Op    BitOp
 	Value uint32
 }
 
 func (m MarkSet) appendText(b []byte) []byte {
-	b = append(b, "mark set mark "...)
-	b = append(b, bitOpNames[m.Op]...)
-	b = append(b, ' ')
+	b = append(b, "mark set "...)
+	if m.Op != BitSet {
+		b = append(b, "mark "...)
+		b = append(b, bitOpNames[m.Op]...)
+		b = append(b, ' ')
+	}
 	return appendHex(b, m.Value)
 }
 
@@ -183,14 +202,20 @@ func (c Counter) appendText(b []byte) []byte {
 func (c Counter) equal(o Stmt) bool { n, ok := o.(Counter); return ok && c == n }
 
 // Update adds the key to, or refreshes its timeout in, the dynamic set Set:
-// `update @affinity-… { ip saddr }`.
+// `update @affinity-… { ip saddr }`; with Add, it adds the key without refreshing
+// it: `add @set { ip saddr }`.
 type Update struct {
 	Set  string
 	Keys []Key
+	Add  bool
 }
 
 func (u Update) appendText(b []byte) []byte {
-	b = append(b, "update @"...)
+	if u.Add {
+		b = append(b, "add @"...)
+	} else {
+		b = append(b, "update @"...)
+	}
 	b = append(b, u.Set...)
 	b = append(b, " { "...)
 	b = appendKeys(b, u.Keys)
@@ -199,21 +224,37 @@ func (u Update) appendText(b []byte) []byte {
 
 func (u Update) equal(o Stmt) bool {
 	n, ok := o.(Update)
-	return ok && u.Set == n.Set && slices.Equal(u.Keys, n.Keys)
+	return ok && u.Set == n.Set && u.Add == n.Add && slices.Equal(u.Keys, n.Keys)
 }
 
 // DNAT rewrites the destination to To: `dnat to 10.0.0.1:80`, `dnat to
-// [fd00::1]:80`.
+// [fd00::1]:80`; with NoPort, only the address: `dnat to 10.0.0.1`.
 type DNAT struct {
-	To netip.AddrPort
+	To     netip.AddrPort
+	NoPort bool
 }
 
 func (d DNAT) appendText(b []byte) []byte {
-	b = append(b, "dnat to "...)
-	return d.To.AppendTo(b)
+	return appendNATTo(append(b, "dnat to "...), d.To, d.NoPort)
 }
 
 func (d DNAT) equal(o Stmt) bool { n, ok := o.(DNAT); return ok && d == n }
+
+// SNAT rewrites the source to To, as DNAT the destination: `snat to 10.0.0.9`.
+type SNAT DNAT
+
+func (s SNAT) appendText(b []byte) []byte {
+	return appendNATTo(append(b, "snat to "...), s.To, s.NoPort)
+}
+
+func (s SNAT) equal(o Stmt) bool { n, ok := o.(SNAT); return ok && s == n }
+
+func appendNATTo(b []byte, to netip.AddrPort, noPort bool) []byte {
+	if noPort {
+		return to.Addr().AppendTo(b)
+	}
+	return to.AppendTo(b)
+}
 
 // DNATMap rewrites destination address and port to the value the key maps to in
 // the named map Map or, when Map is empty, in the anonymous map of Elems (keys are
@@ -260,16 +301,24 @@ func (d DNATMap) equal(o Stmt) bool {
 	return ok && d.Family == n.Family && d.Map == n.Map && slices.Equal(d.Keys, n.Keys) && slices.Equal(d.Elems, n.Elems)
 }
 
-// Masquerade source-NATs to the outgoing interface's address.
+// Masquerade source-NATs to the outgoing interface's address, with nft's port
+// allocation flags.
 type Masquerade struct {
-	FullyRandom bool
+	FullyRandom, Random, Persistent bool
 }
 
 func (m Masquerade) appendText(b []byte) []byte {
-	if m.FullyRandom {
-		return append(b, "masquerade fully-random"...)
+	b = append(b, "masquerade"...)
+	if m.Random {
+		b = append(b, " random"...)
 	}
-	return append(b, "masquerade"...)
+	if m.FullyRandom {
+		b = append(b, " fully-random"...)
+	}
+	if m.Persistent {
+		b = append(b, " persistent"...)
+	}
+	return b
 }
 
 func (m Masquerade) equal(o Stmt) bool { n, ok := o.(Masquerade); return ok && m == n }

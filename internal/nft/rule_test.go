@@ -39,8 +39,16 @@ func TestPrinter(t *testing.T) {
 		{Rule{Stmts: []Stmt{Match{Keys: keys(L4Proto), Value: UDP}, DNAT{To: ap("[fd10::1]:53")}}}, "meta l4proto udp dnat to [fd10::1]:53"},
 		{Rule{Stmts: []Stmt{Match{Keys: keys(Numgen(2)), Value: Num(0)}, Match{Keys: keys(L4Proto), Value: TCP}, DNAT{To: ap("10.0.0.1:80")}}},
 			"numgen random mod 2 0 meta l4proto tcp dnat to 10.0.0.1:80"},
-		{Rule{Stmts: []Stmt{VMap{Keys: keys(Numgen(2)), Elems: []VMapElem{{0, Verdict{Goto, "endpoint-a"}}, {1, Verdict{Goto, "endpoint-b"}}}}}},
+		{Rule{Stmts: []Stmt{VMap{Keys: keys(Numgen(2)), Elems: []VMapElem{{Key: 0, Verdict: Verdict{Goto, "endpoint-a"}}, {Key: 1, Verdict: Verdict{Goto, "endpoint-b"}}}}}},
 			"numgen random mod 2 vmap { 0 : goto endpoint-a , 1 : goto endpoint-b }"},
+		{Rule{Stmts: []Stmt{VMap{Keys: keys(L4Proto, THDport), Elems: []VMapElem{{Fields: []Value{TCP, Num(80)}, Verdict: Verdict{Kind: Drop}}}}}},
+			"meta l4proto . th dport vmap { tcp . 80 : drop }"},
+		{Rule{Stmts: []Stmt{Match{Keys: keys(Key{Kind: KeyOIFName}), Value: Ifname{Name: "eth0"}}, Match{Keys: keys(Key{Kind: KeyTHSport}), Value: Num(53)},
+			Match{Keys: keys(Saddr(IPv4)), Neq: true, Value: Range{From: netip.MustParseAddr("10.0.0.1"), To: netip.MustParseAddr("10.0.0.5")}},
+			Match{Keys: keys(Key{Kind: KeyNumgen, Mod: 4, Offset: 1}), Value: Num(2)}, MarkSet{Op: BitSet, Value: 0x10},
+			Update{Set: "s", Keys: keys(Saddr(IPv4)), Add: true}, SNAT{To: ap("10.0.0.9:0"), NoPort: true}}},
+			"oifname eth0 th sport 53 ip saddr != 10.0.0.1-10.0.0.5 numgen random mod 4 offset 1 2 mark set 0x10 add @s { ip saddr } snat to 10.0.0.9"},
+		{Rule{Stmts: []Stmt{DNAT{To: ap("10.0.0.1:0"), NoPort: true}, Masquerade{Random: true, Persistent: true}}}, "dnat to 10.0.0.1 masquerade random persistent"},
 		{Rule{Stmts: []Stmt{Match{Keys: keys(L4Proto), Value: SCTP}, DNATMap{Family: IPv6, Keys: keys(Numgen(2)),
 			Elems: []DNATElem{{0, ap("[fd10::1]:80")}, {1, ap("[fd10::2]:80")}}}}},
 			"meta l4proto sctp dnat ip6 addr . port to numgen random mod 2 map { 0 : fd10::1 . 80 , 1 : fd10::2 . 80 }"},
@@ -70,7 +78,7 @@ func TestEqual(t *testing.T) {
 	base := func() Rule {
 		return Rule{Stmts: []Stmt{
 			Match{Keys: keys(Saddr(IPv4)), Neq: true, Value: Set{Prefix(netip.MustParsePrefix("10.0.0.0/8")), Addr(netip.MustParseAddr("1.2.3.4"))}},
-			VMap{Keys: keys(Numgen(2)), Elems: []VMapElem{{0, Verdict{Goto, "a"}}, {1, Verdict{Goto, "b"}}}},
+			VMap{Keys: keys(Numgen(2)), Elems: []VMapElem{{Key: 0, Verdict: Verdict{Goto, "a"}}, {Key: 1, Verdict: Verdict{Goto, "b"}}}},
 		}, Comment: "c"}
 	}
 	a := base()

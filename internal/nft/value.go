@@ -6,8 +6,8 @@ import (
 	"strconv"
 )
 
-// Value is the right side of a Match: Addr, Prefix, Num, Proto, Ifname, CtState,
-// CtStatus, FibType, Set or SetRef.
+// Value is the right side of a Match: Addr, Prefix, Range, Num, Proto, Ifname,
+// CtState, CtStatus, FibType, Set or SetRef.
 type Value interface {
 	appendText(b []byte) []byte
 	equal(o Value) bool
@@ -24,6 +24,18 @@ type Prefix netip.Prefix
 
 func (p Prefix) appendText(b []byte) []byte { return netip.Prefix(p).AppendTo(b) }
 func (p Prefix) equal(o Value) bool         { n, ok := o.(Prefix); return ok && p == n }
+
+// Range is the addresses from From to To, both included: `10.0.0.1-10.0.0.5`.
+type Range struct {
+	From, To netip.Addr
+}
+
+func (r Range) appendText(b []byte) []byte {
+	b = r.From.AppendTo(b)
+	b = append(b, '-')
+	return r.To.AppendTo(b)
+}
+func (r Range) equal(o Value) bool { n, ok := o.(Range); return ok && r == n }
 
 // Num is a number, in decimal: a port or a numgen slot.
 type Num uint32
@@ -54,6 +66,11 @@ func (p Proto) String() string {
 	return strconv.Itoa(int(p))
 }
 
+var protoNames = map[string]Proto{"icmp": 1, "igmp": 2, "tcp": TCP, "udp": UDP, "icmpv6": 58, "sctp": SCTP, "udplite": 136}
+
+// ProtoNamed is the protocol nft names name ("tcp", "icmpv6").
+func ProtoNamed(name string) (Proto, bool) { p, ok := protoNames[name]; return p, ok }
+
 func (p Proto) appendText(b []byte) []byte { return append(b, p.String()...) }
 func (p Proto) equal(o Value) bool         { n, ok := o.(Proto); return ok && p == n }
 
@@ -81,6 +98,12 @@ const CtStateNew CtState = 8
 
 var ctStateNames = []flagName{{1, "invalid"}, {2, "established"}, {4, "related"}, {8, "new"}, {64, "untracked"}}
 
+// CtStateNamed is the conntrack state nft names name ("new").
+func CtStateNamed(name string) (CtState, bool) {
+	v, ok := flagNamed(name, ctStateNames)
+	return CtState(v), ok
+}
+
 func (s CtState) appendText(b []byte) []byte { return appendFlags(b, uint32(s), ctStateNames) }
 func (s CtState) equal(o Value) bool         { n, ok := o.(CtState); return ok && s == n }
 
@@ -92,6 +115,12 @@ const CtStatusDNAT CtStatus = 32
 
 var ctStatusNames = []flagName{{1, "expected"}, {2, "seen-reply"}, {4, "assured"}, {8, "confirmed"}, {16, "snat"}, {32, "dnat"}, {512, "dying"}}
 
+// CtStatusNamed is the conntrack status bit nft names name ("dnat").
+func CtStatusNamed(name string) (CtStatus, bool) {
+	v, ok := flagNamed(name, ctStatusNames)
+	return CtStatus(v), ok
+}
+
 func (s CtStatus) appendText(b []byte) []byte { return appendFlags(b, uint32(s), ctStatusNames) }
 func (s CtStatus) equal(o Value) bool         { n, ok := o.(CtStatus); return ok && s == n }
 
@@ -102,6 +131,16 @@ type FibType uint32
 const FibLocal FibType = 2
 
 var fibTypeNames = [...]string{"unspec", "unicast", "local", "broadcast", "anycast", "multicast", "blackhole", "unreachable", "prohibit"}
+
+// FibTypeNamed is the route type nft names name ("local").
+func FibTypeNamed(name string) (FibType, bool) {
+	for i, n := range fibTypeNames {
+		if n == name {
+			return FibType(i), true
+		}
+	}
+	return 0, false
+}
 
 func (t FibType) appendText(b []byte) []byte {
 	if int(t) < len(fibTypeNames) {
@@ -139,6 +178,15 @@ func (r SetRef) equal(o Value) bool         { n, ok := o.(SetRef); return ok && 
 type flagName struct {
 	bit  uint32
 	name string
+}
+
+func flagNamed(name string, names []flagName) (uint32, bool) {
+	for _, f := range names {
+		if f.name == name {
+			return f.bit, true
+		}
+	}
+	return 0, false
 }
 
 // appendFlags writes the names of the bits of v joined by ",", as nft does.

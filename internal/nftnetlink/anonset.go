@@ -2,29 +2,9 @@ package nftnetlink
 
 import (
 	"bytes"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
-
-// anonSetOf compiles "{ a, b/len, c-d }" of one selector of type t: an interval
-// set when an item is a prefix or range of addresses.
-func (rc *ruleCompiler) anonSetOf(t dataType, items []string, invert bool) error {
-	isInterval := false
-	ivs := make([]interval, 0, len(items))
-	for _, it := range items {
-		if (t.name == "ipv4_addr" || t.name == "ipv6_addr") && strings.ContainsAny(it, "/-") {
-			isInterval = true
-		}
-		iv, err := parseInterval(t, it)
-		if err != nil {
-			return err
-		}
-		ivs = append(ivs, iv)
-	}
-	rc.anonLookup(t, ivs, isInterval, invert)
-	return nil
-}
 
 // intervalElements encodes ranges the way nft does for an interval set: sorted,
 // merged when they overlap or touch, each as a start element and an end element
@@ -87,53 +67,4 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// anonMapElems parses "{ k : verdict , … }" (data nil) or "{ k : a . p , … }".
-func (rc *ruleCompiler) anonMapElems(key keyType, data *keyType) ([]anonElem, error) {
-	c := &rc.c
-	if err := c.expect("{"); err != nil {
-		return nil, err
-	}
-	var elems []anonElem
-	for {
-		var kparts []string
-		for {
-			kparts = append(kparts, c.next())
-			if !c.accept(".") {
-				break
-			}
-		}
-		k, err := encodeKey(key, kparts)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.expect(":"); err != nil {
-			return nil, err
-		}
-		e := anonElem{key: k}
-		if data == nil {
-			if e.verdict, err = parseVerdict(c); err != nil {
-				return nil, err
-			}
-		} else {
-			var dparts []string
-			for {
-				dparts = append(dparts, c.next())
-				if !c.accept(".") {
-					break
-				}
-			}
-			if e.data, err = encodeKey(*data, dparts); err != nil {
-				return nil, err
-			}
-		}
-		elems = append(elems, e)
-		if c.accept("}") {
-			return elems, nil
-		}
-		if err := c.expect(","); err != nil {
-			return nil, err
-		}
-	}
 }

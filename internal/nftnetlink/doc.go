@@ -22,70 +22,75 @@
 //
 // knftables does not export a Transaction's operations. Its one supported view of
 // them is tx.String(): the nft commands it would pipe to nft, one per line, in a
-// fixed format (objects.go writeOperation). The executor parses exactly that text
-// (script.go) — the same contract knftables has with nft — instead of reaching into
-// unexported fields with reflection/unsafe, which would break silently when
-// knftables changes. A pending transaction error (knftables prints it as a trailing
+// fixed format (objects.go writeOperation). The executor reads exactly that text —
+// the same contract knftables has with nft — instead of reaching into unexported
+// fields with reflection/unsafe, which would break silently when knftables
+// changes. A pending transaction error (knftables prints it as a trailing
 // "# ERROR:" line) is returned as is.
+//
+// This package has no parser of its own: each line is read by
+// internal/nft/nfttext (CommandParser, the repository's one nft parser) into the
+// typed operation (internal/nft Op, its rule lowered to nft.Rule) that RunOps
+// writes, and goes through the same encoders (op, ops.go). Text and typed
+// operations therefore send the same batch by construction; what the text may
+// say is what the typed operations can say.
 //
 // # Supported syntax
 //
 // Commands: add/create/delete/flush table; add/create/delete/flush chain (base
 // chains: type, hook, priority, policy, comment); add rule (no index/handle);
 // add/create/delete/flush set and map (type with concatenations, flags constant,
-// dynamic, interval, timeout; timeout, gc-interval, size, policy, auto-merge,
-// comment; "typeof" of concatenations of ip|ip6 saddr|daddr, th|tcp|udp|sctp
-// sport|dport, meta l4proto and numgen, with the userdata nft writes for it, see
-// typeof.go); add/create/delete element (concatenated keys, comment, verdict or
-// data values); add/create/delete counter (named counters, optionally with
-// `{ packets N bytes M ; }`; adding an existing one keeps its value, as with nft).
-// Not supported (error): typeof of one expression,
-// handles/index/insert/replace, elements of named interval sets (nft merges them
-// with the set's current content), anonymous sets of concatenations,
-// inet/arp/bridge/netdev tables, flowtables, other stateful objects (quotas,
-// limits, ...).
+// dynamic, interval, timeout; timeout (with flags dynamic,timeout), gc-interval,
+// size, policy, auto-merge, comment; "typeof" of concatenations of ip|ip6
+// saddr|daddr, th|tcp|udp|sctp sport|dport, meta l4proto and numgen, with the
+// userdata nft writes for it, see typeof.go); add/create/delete element
+// (concatenated keys, comment, verdict or data values); add/create/delete counter
+// (named counters, optionally with `{ packets N bytes M ; }`; adding an existing
+// one keeps its value, as with nft). Not supported (error): typeof of one
+// expression, handles/index/insert/replace, elements of named interval sets (nft
+// merges them with the set's current content), inet/arp/bridge/netdev tables,
+// flowtables, other stateful objects (quotas, limits, ...).
 //
-// Rule statements (rule.go): payload matches `ip|ip6 saddr|daddr [!=] addr|prefix|
-// { prefixes }|@set`, `th dport`, `meta l4proto`, concatenations of those with
-// `. ` followed by `@set`, `vmap @map` or `vmap { … }`; `ct state|status [!=] a,b`; `mark and X
-// [!=] Y`; `meta mark|mark set mark or|xor|and|| X`; `fib saddr|daddr type T`;
-// `iifname|oifname [!=] name|prefix*`; `numgen random mod N [offset O] [V]` as a
-// match, with `vmap { … }` or as the dnat map key; ranges `a-b` and anonymous
-// sets `{ a, b/len, c-d }` of one address selector; `update @set { key }`; `counter`; `counter name "N"`;
-// `dnat [ip|ip6] to addr[:port]`, `dnat ip|ip6 addr . port to numgen random mod N
-// map { … }` and `dnat ip|ip6 addr . port to KEY map @map` (KEY a selector or a
-// concatenation, where `tcp|udp|sctp dport` adds nft's `meta l4proto` dependency
-// first); `masquerade [random|fully-random|persistent]`; `reject`; verdicts
-// accept, drop, return, continue, jump X, goto X; a trailing `comment "…"`.
-// Anything else makes Run fail with an error naming the command; nothing is sent.
+// Rule statements, internal/nft's vocabulary (see its doc.go): payload matches
+// `ip|ip6 saddr|daddr [!=] addr|prefix|range|{ addrs, prefixes, ranges }|@set`,
+// `th dport|sport`, `meta l4proto`, concatenations of those with `. ` followed by
+// `@set`, `vmap @map` or `vmap { … }`; `ct state|status [!=] a,b`; `mark [!=] V`,
+// `mark and X [!=] Y`; `mark set X` and `[meta] mark set [meta] mark or|xor|and||
+// X`; `fib saddr|daddr type [!=] T`; `iifname|oifname [!=] name|prefix*`; `numgen
+// random mod N [offset O] [V]` as a match, with `vmap { … }` or as the dnat map
+// key; `update|add @set { key }`; `counter`; `counter name "N"`; `dnat|snat [ip|ip6]
+// to addr[:port]`, `dnat ip|ip6 addr . port to numgen random mod N map { … }` and
+// `dnat ip|ip6 addr . port to KEY map @map` (KEY a selector or a concatenation,
+// where `tcp|udp|sctp dport` adds nft's `meta l4proto` dependency first);
+// `masquerade [random] [fully-random] [persistent]`; `reject`; verdicts accept,
+// drop, return, continue, jump X, goto X; a trailing `comment "…"`. Anything else
+// (nfttext parses more, for the tracer) makes Run fail with an error naming the
+// command; nothing is sent.
 //
 // The expressions are those nft 1.0.6 generates for the same text (checked with
 // `nft --debug=netlink`), so `nft list table` prints both rulesets identically
 // (see equivalence_test.go).
 //
-// # Typed rules
+// # Typed operations
 //
 // encodeRule (encode.go) compiles a typed rule of internal/nft, the renderer's
-// representation, straight into the same expressions, anonymous sets and comment,
-// with no text in between. Both front ends, the text parser (rule.go, anonset.go)
-// and the typed encoder, only turn their input into selectors, bytes and verdicts
-// and call one set of emitters (emit.go), which write what nft generates for each
-// statement; writeRule (script.go) sends the result.
+// representation, into expressions, anonymous sets and comment: it only turns keys
+// and values into selectors, bytes and verdicts and calls one set of emitters
+// (emit.go), which write what nft generates for each statement; writeRule
+// (script.go) sends the result.
 //
 // RunOps (ops.go) writes a stream of typed operations, a full sync
-// (render/nftables.FullOps) or a partial one (render/nftables.Plan.Ops), without
-// text; the daemon writes every sync this way, and Run, RunScript and the text
-// parser serve knftables callers and the tests. Rules go through encodeRule, and
-// the table, chains, sets, elements and counters through the encoders the text
-// commands call after parsing (newTable, newChain, newSet, element, newCounter),
-// so both paths send the same batch (TestBuildOpsIsBuildScript: every renderer
-// case and a scale case, full sync and refresh; TestBuildOpsIsBuildTextForDeltas:
-// every partial sync of the plan scenarios). Set types and element keys and
-// values are still nft words, parsed as in the text. The rule cache is shared
-// too, keyed by the rule's printed text; the failing operation of a refused batch
-// is quoted as its text. TestEncodeRuleMatchesText
-// checks every rule of every renderer case, typed against printed, as netlink
-// bytes, and testdata/<case>.netlink pins the batch of every case (dumpBatch;
+// (render/nftables.FullOps) or a partial one (render/nftables.Plan.Ops); the
+// daemon writes every sync this way, and Run, RunScript and Check serve knftables
+// callers and the tests. Rules go through encodeRule, and the table, chains, sets,
+// elements and counters through newTable, newChain, newSet, element and
+// newCounter. Set types and element keys and values are still nft words, parsed
+// here (types.go, typeof.go). The rule cache is keyed by the rule's printed text
+// (rulecache.go); the failing operation of a refused batch is quoted as its text.
+// TestTextReadsAsTypedRule checks that every rule of every renderer case reads
+// back from its text as the typed rule, TestBuildOpsIsBuildScript and
+// TestBuildOpsIsBuildTextForDeltas that operations and their text send the same
+// batch, and testdata/<case>.netlink pins the batch of every case (dumpBatch;
 // rewrite with `go test -run TestBuildGolden -update`).
 //
 // # Atomicity and errors

@@ -7,11 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The expressions of each rule statement, shared by the two front ends of the rule
-// compiler: the nft-text parser (rule.go) and the typed encoder (encode.go). Each
-// writes what nft 1.0.6 generates for the statement; the front ends only parse or
-// convert their input into selectors, bytes and verdicts, so both produce the same
-// expressions by construction.
+// The expressions of each rule statement, called by the typed encoder (encode.go)
+// once it has converted a statement's keys and values into selectors, bytes and
+// verdicts. Each writes what nft 1.0.6 generates for the statement's text.
 
 // Selectors, as the text names them ("ip daddr", "tcp dport", "numgen random mod 3").
 
@@ -49,16 +47,16 @@ func ifnameSelector(key expr.MetaKey) *selector {
 }
 
 func ctSelector(status bool) *selector {
-	key, names := expr.CtKeySTATE, ctStates
+	key := expr.CtKeySTATE
 	if status {
-		key, names = expr.CtKeySTATUS, ctStatuses
+		key = expr.CtKeySTATUS
 	}
-	return &selector{load: func(r uint32) expr.Any { return &expr.Ct{Register: r, Key: key} }, typ: dataTypes["integer"], len: 4, kind: "ct-bitmask", names: names}
+	return &selector{load: func(r uint32) expr.Any { return &expr.Ct{Register: r, Key: key} }, typ: dataTypes["integer"], len: 4, kind: "ct-bitmask"}
 }
 
 func fibSelector(daddr bool) *selector {
 	f := &expr.Fib{ResultADDRTYPE: true, FlagSADDR: !daddr, FlagDADDR: daddr}
-	return &selector{load: func(r uint32) expr.Any { g := *f; g.Register = r; return &g }, typ: dataTypes["integer"], len: 4, kind: "fib", names: fibTypes}
+	return &selector{load: func(r uint32) expr.Any { g := *f; g.Register = r; return &g }, typ: dataTypes["integer"], len: 4, kind: "fib"}
 }
 
 func numgenSelector(mod, offset uint32) *selector {

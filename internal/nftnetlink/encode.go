@@ -12,9 +12,10 @@ import (
 )
 
 // encodeRule compiles a typed rule (internal/nft) into the expressions, anonymous
-// sets and comment that compileRule produces for its printed text: it converts
-// keys and values into selectors and bytes and calls the same emitters (emit.go),
-// with no text in between. family is the table's, "ip" or "ip6".
+// sets and comment nft generates for its printed text: it converts keys and values
+// into selectors and bytes and calls the emitters (emit.go), with no text in
+// between. family is the table's, "ip" or "ip6". Rules read from text reach it
+// too, lowered by internal/nft/nfttext.
 func encodeRule(family string, r *nft.Rule, nextID func() uint32) (compiledRule, error) {
 	rc := &ruleCompiler{family: family, nextID: nextID}
 	for _, s := range r.Stmts {
@@ -48,6 +49,9 @@ func (rc *ruleCompiler) typedStmt(s nft.Stmt) error {
 		return rc.typedVMap(s)
 	case nft.MarkSet:
 		switch s.Op {
+		case nft.BitSet:
+			rc.emit(&expr.Immediate{Register: 1, Data: hostU32(s.Value)},
+				&expr.Meta{Key: expr.MetaKeyMARK, Register: 1, SourceRegister: true})
 		case nft.BitOr:
 			rc.markSet(markOr, s.Value)
 		case nft.BitXor:
@@ -66,19 +70,19 @@ func (rc *ruleCompiler) typedStmt(s nft.Stmt) error {
 		if err != nil {
 			return err
 		}
-		return rc.dynset(unix.NFT_DYNSET_OP_UPDATE, s.Set, sels)
-	case nft.DNAT:
-		n, addrType := natFamily(expr.NATTypeDestNAT, rc.family == "ip6")
-		addr, err := addrBytes(addrType, s.To.Addr())
-		if err != nil {
-			return err
+		op := uint32(unix.NFT_DYNSET_OP_UPDATE)
+		if s.Add {
+			op = unix.NFT_DYNSET_OP_ADD
 		}
-		rc.natTo(n, addr, binary.BigEndian.AppendUint16(nil, s.To.Port()))
-		return nil
+		return rc.dynset(op, s.Set, sels)
+	case nft.DNAT:
+		return rc.typedNAT(expr.NATTypeDestNAT, s.To, s.NoPort)
+	case nft.SNAT:
+		return rc.typedNAT(expr.NATTypeSourceNAT, s.To, s.NoPort)
 	case nft.DNATMap:
 		return rc.typedDNATMap(s)
 	case nft.Masquerade:
-		rc.emit(&expr.Masq{FullyRandom: s.FullyRandom})
+		rc.emit(&expr.Masq{FullyRandom: s.FullyRandom, Random: s.Random, Persistent: s.Persistent})
 		return nil
 	case nft.Reject:
 		rc.reject()
@@ -92,6 +96,21 @@ func (rc *ruleCompiler) typedStmt(s nft.Stmt) error {
 		return nil
 	}
 	return fmt.Errorf("unsupported statement %T", s)
+}
+
+// typedNAT rewrites to a fixed address and, unless noPort, port.
+func (rc *ruleCompiler) typedNAT(typ expr.NATType, to netip.AddrPort, noPort bool) error {
+	n, addrType := natFamily(typ, rc.family == "ip6")
+	addr, err := addrBytes(addrType, to.Addr())
+	if err != nil {
+		return err
+	}
+	var port []byte
+	if !noPort {
+		port = binary.BigEndian.AppendUint16(nil, to.Port())
+	}
+	rc.natTo(n, addr, port)
+	return nil
 }
 
 func cmpOp(neq bool) expr.CmpOp {
@@ -116,8 +135,7 @@ func verdictExpr(v nft.Verdict) (*expr.Verdict, error) {
 	return &expr.Verdict{Kind: verdictKinds[v.Kind], Chain: v.Chain}, nil
 }
 
-// keySelector is the selector of a typed key; the text parser's selector builds
-// the same from words.
+// keySelector is the selector of a typed key.
 func (rc *ruleCompiler) keySelector(k nft.Key) (*selector, error) {
 	switch k.Kind {
 	case nft.KeyIPSaddr, nft.KeyIPDaddr, nft.KeyIP6Saddr, nft.KeyIP6Daddr:
@@ -128,6 +146,8 @@ func (rc *ruleCompiler) keySelector(k nft.Key) (*selector, error) {
 		return addrSelector(ip6, k.Kind == nft.KeyIPDaddr || k.Kind == nft.KeyIP6Daddr), nil
 	case nft.KeyTHDport:
 		return portSelector(true, 0), nil
+	case nft.KeyTHSport:
+		return portSelector(false, 0), nil
 	case nft.KeyTCPDport:
 		return portSelector(true, protocols["tcp"]), nil
 	case nft.KeyUDPDport:
@@ -140,6 +160,8 @@ func (rc *ruleCompiler) keySelector(k nft.Key) (*selector, error) {
 		return markSelector(), nil
 	case nft.KeyIIFName:
 		return ifnameSelector(expr.MetaKeyIIFNAME), nil
+	case nft.KeyOIFName:
+		return ifnameSelector(expr.MetaKeyOIFNAME), nil
 	case nft.KeyCtState, nft.KeyCtStatus:
 		return ctSelector(k.Kind == nft.KeyCtStatus), nil
 	case nft.KeyFibSaddrType, nft.KeyFibDaddrType:
@@ -148,7 +170,7 @@ func (rc *ruleCompiler) keySelector(k nft.Key) (*selector, error) {
 		if k.Mod == 0 {
 			return nil, fmt.Errorf("bad numgen modulus")
 		}
-		return numgenSelector(k.Mod, 0), nil
+		return numgenSelector(k.Mod, k.Offset), nil
 	}
 	return nil, fmt.Errorf("unsupported key %d", k.Kind)
 }
@@ -168,8 +190,8 @@ func (rc *ruleCompiler) keySelectors(keys []nft.Key) ([]*selector, error) {
 	return sels, nil
 }
 
-// typedMatch follows the text parser's match: concatenations only look up named
-// sets; one selector compares with a value, a set or a named set.
+// typedMatch: concatenations only look up named sets; one selector compares with
+// a value, a set or a named set.
 func (rc *ruleCompiler) typedMatch(m nft.Match) error {
 	sels, err := rc.keySelectors(m.Keys)
 	if err != nil {
@@ -235,8 +257,7 @@ func (rc *ruleCompiler) typedMatch(m nft.Match) error {
 
 func isCtStatus(v nft.Value) bool { _, ok := v.(nft.CtStatus); return ok }
 
-// typedValue compares register 1 (loaded by s) with one value, as the text
-// parser's singleValue.
+// typedValue compares register 1 (loaded by s) with one value.
 func (rc *ruleCompiler) typedValue(s *selector, op expr.CmpOp, v nft.Value) error {
 	switch v := v.(type) {
 	case nft.Prefix:
@@ -245,6 +266,17 @@ func (rc *ruleCompiler) typedValue(s *selector, op expr.CmpOp, v nft.Value) erro
 			return err
 		}
 		rc.prefixMatch(op, iv)
+		return nil
+	case nft.Range:
+		iv, err := rangeInterval(s.typ, v)
+		if err != nil {
+			return err
+		}
+		if op == expr.CmpOpEq {
+			rc.emit(&expr.Cmp{Op: expr.CmpOpGte, Register: 1, Data: iv.first}, &expr.Cmp{Op: expr.CmpOpLte, Register: 1, Data: iv.last})
+		} else {
+			rc.emit(&expr.Range{Op: expr.CmpOpNeq, Register: 1, FromData: iv.first, ToData: iv.last})
+		}
 		return nil
 	case nft.Ifname:
 		if s.typ.name != "ifname" {
@@ -264,28 +296,47 @@ func (rc *ruleCompiler) typedValue(s *selector, op expr.CmpOp, v nft.Value) erro
 }
 
 // typedSet compares register 1 with an anonymous set: an interval set when an
-// element is a prefix.
+// element is a prefix or a range.
 func (rc *ruleCompiler) typedSet(t dataType, set nft.Set, invert bool) error {
 	isInterval := false
 	ivs := make([]interval, 0, len(set))
 	for _, v := range set {
-		if p, ok := v.(nft.Prefix); ok {
-			isInterval = true
-			iv, err := prefixInterval(t, netip.Prefix(p))
+		var iv interval
+		var err error
+		switch v := v.(type) {
+		case nft.Prefix:
+			iv, err = prefixInterval(t, netip.Prefix(v))
+		case nft.Range:
+			iv, err = rangeInterval(t, v)
+		default:
+			b, err := valueBytes(t, v)
 			if err != nil {
 				return err
 			}
-			ivs = append(ivs, iv)
+			ivs = append(ivs, interval{b, b})
 			continue
 		}
-		b, err := valueBytes(t, v)
 		if err != nil {
 			return err
 		}
-		ivs = append(ivs, interval{b, b})
+		isInterval = true
+		ivs = append(ivs, iv)
 	}
 	rc.anonLookup(t, ivs, isInterval, invert)
 	return nil
+}
+
+// rangeInterval is the interval of addresses of a range of type t.
+func rangeInterval(t dataType, r nft.Range) (interval, error) {
+	first, err := addrBytes(t, r.From)
+	if err != nil {
+		return interval{}, err
+	}
+	last, err := addrBytes(t, r.To)
+	if err != nil {
+		return interval{}, err
+	}
+	return interval{first, last}, nil
 }
 
 func (rc *ruleCompiler) typedVMap(v nft.VMap) error {
@@ -298,7 +349,7 @@ func (rc *ruleCompiler) typedVMap(v nft.VMap) error {
 			return fmt.Errorf("protocol selectors are only supported in nat map keys")
 		}
 		if s.kind != "" {
-			// As in the text parser: ct and fib values are only compared.
+			// ct and fib values are only compared.
 			return fmt.Errorf("%s cannot be a map key", s.typ.name)
 		}
 	}
@@ -307,12 +358,9 @@ func (rc *ruleCompiler) typedVMap(v nft.VMap) error {
 		rc.vmap(key, v.Map, nil)
 		return nil
 	}
-	if len(key.fields) != 1 {
-		return fmt.Errorf("anonymous verdict maps of concatenations are not supported")
-	}
 	elems := make([]anonElem, len(v.Elems))
 	for i, e := range v.Elems {
-		k, err := valueBytes(key.fields[0], nft.Num(e.Key))
+		k, err := elemKeyBytes(key, e)
 		if err != nil {
 			return err
 		}
@@ -324,6 +372,32 @@ func (rc *ruleCompiler) typedVMap(v nft.VMap) error {
 	}
 	rc.vmap(key, "", elems)
 	return nil
+}
+
+// elemKeyBytes is the key of an anonymous verdict map's element: its number, or
+// the concatenation of its fields, each padded to 32 bits.
+func elemKeyBytes(key keyType, e nft.VMapElem) ([]byte, error) {
+	if e.Fields == nil {
+		if len(key.fields) != 1 {
+			return nil, fmt.Errorf("a number as the key of a concatenation")
+		}
+		return valueBytes(key.fields[0], nft.Num(e.Key))
+	}
+	if len(e.Fields) != len(key.fields) {
+		return nil, fmt.Errorf("element of %d fields, key of %d", len(e.Fields), len(key.fields))
+	}
+	out := make([]byte, 0, key.size())
+	for i, f := range key.fields {
+		b, err := valueBytes(f, e.Fields[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+		if key.concat() {
+			out = append(out, make([]byte, padded(len(b))-len(b))...)
+		}
+	}
+	return out, nil
 }
 
 func (rc *ruleCompiler) typedDNATMap(d nft.DNATMap) error {

@@ -1,7 +1,6 @@
 package nftnetlink
 
 import (
-	"bytes"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/nft"
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
@@ -27,47 +27,32 @@ func caseChains(tc *renderCase) (*render.Config, []render.Chain) {
 	return cfg, chains
 }
 
-// ruleMessages writes a compiled rule (its anonymous sets and the rule) as the
-// executor sends it, with fresh sequence numbers.
-func ruleMessages(t *testing.T, family knftables.Family, chain string, r *compiledRule) []byte {
-	t.Helper()
-	ex, err := New(family, render.TableName, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &translator{b: &builder{}, family: string(family), nfproto: ex.nfproto, table: render.TableName}
-	if _, err := tr.writeRule(chain, r); err != nil {
-		t.Fatalf("%s: %v", chain, err)
-	}
-	return tr.b.buf
-}
-
-// TestEncodeRuleMatchesText: every rule of every renderer case, encoded from its
-// typed form, gives the netlink messages that compiling its printed text gives.
-func TestEncodeRuleMatchesText(t *testing.T) {
+// TestTextReadsAsTypedRule: every rule of every renderer case, printed and read
+// back by the text front end (nfttext.ParseRule, then Lower), is the typed rule
+// the renderer built, so Run and RunScript send what RunOps sends for it (the
+// batches themselves are pinned by TestBuildGolden and TestBuildOpsIsBuildScript).
+func TestTextReadsAsTypedRule(t *testing.T) {
 	for _, tc := range renderCases() {
 		cfg, chains := caseChains(&tc)
-		family := string(cfg.Family)
+		family := nft.IPv4
+		if cfg.Family == knftables.IPv6Family {
+			family = nft.IPv6
+		}
 		for _, c := range chains {
 			for i := range c.Rules {
 				r := &c.Rules[i]
 				text := r.String()
-				toks, err := appendTokens(nil, text)
+				parsed, err := nfttext.ParseRule(text)
 				if err != nil {
-					t.Fatal(err)
+					t.Fatalf("%s: %s: %v", tc.name, text, err)
 				}
-				var textID, typedID uint32
-				want, err := compileRule(family, toks, func() uint32 { textID++; return textID })
-				if err != nil {
-					t.Fatalf("%s: %s: compiling the text: %v", tc.name, text, err)
-				}
-				got, err := encodeRule(family, r, func() uint32 { typedID++; return typedID })
+				got, err := nfttext.Lower(parsed, family)
 				if err != nil {
 					t.Errorf("%s: %s: %v", tc.name, text, err)
 					continue
 				}
-				if !bytes.Equal(ruleMessages(t, cfg.Family, c.Name, &got), ruleMessages(t, cfg.Family, c.Name, &want)) {
-					t.Errorf("%s: %s: the typed encoding differs from the text's", tc.name, text)
+				if !got.Equal(r) {
+					t.Errorf("%s: %s: read back as %s", tc.name, text, got.String())
 				}
 			}
 		}
@@ -116,8 +101,8 @@ func TestRenderCasesMatchGolden(t *testing.T) {
 	}
 }
 
-// TestEncodeRuleRejects: typed rules outside what the text parser accepts fail the
-// same way, never encode something else.
+// TestEncodeRuleRejects: typed rules outside what nft accepts (or the encoder
+// knows) fail, never encode something else.
 func TestEncodeRuleRejects(t *testing.T) {
 	daddr6 := []nft.Key{nft.Daddr(nft.IPv6)}
 	tcpDport, _ := nft.Dport(nft.TCP)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kproxy/kproxy/internal/nft"
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 )
 
 // RunOps applies the typed operations ops yields (a full sync,
@@ -92,6 +93,10 @@ func (t *translator) op(op *nft.Op) error {
 		t.flushElems()
 		t.b.markCommand(t.at)
 	}
+	verb := "add"
+	if op.Create {
+		verb = "create"
+	}
 	switch op.Kind {
 	case nft.AddTable:
 		var ud udata
@@ -101,10 +106,13 @@ func (t *translator) op(op *nft.Op) error {
 				return err
 			}
 		}
-		t.newTable("add", ud)
+		t.newTable(verb, ud)
 		return nil
 	case nft.DeleteTable:
 		t.deleteTable()
+		return nil
+	case nft.FlushTable:
+		t.flushTable()
 		return nil
 	case nft.AddChain:
 		var ud udata
@@ -115,9 +123,9 @@ func (t *translator) op(op *nft.Op) error {
 			}
 		}
 		if h := op.Hook; h != nil {
-			return t.newChain("add", op.Name, h.Type, h.Hook, h.Priority, "", ud)
+			return t.newChain(verb, op.Name, h.Type, h.Hook, h.Priority, h.Policy, ud)
 		}
-		return t.newChain("add", op.Name, "", "", "", "", ud)
+		return t.newChain(verb, op.Name, "", "", "", "", ud)
 	case nft.FlushChain:
 		t.flushChain(op.Name)
 		return nil
@@ -129,7 +137,7 @@ func (t *translator) op(op *nft.Op) error {
 		if err != nil {
 			return err
 		}
-		return t.newSet("add", op.Name, op.IsMap, sp)
+		return t.newSet(verb, op.Name, op.IsMap, sp)
 	case nft.FlushSet:
 		t.flushSet(op.Name)
 		return nil
@@ -139,7 +147,7 @@ func (t *translator) op(op *nft.Op) error {
 	case nft.AddRule:
 		return t.opRule(op)
 	case nft.AddElement:
-		return t.opElement(op)
+		return t.opElement(verb, op)
 	case nft.DeleteElement:
 		info, err := t.set(op.Name)
 		if err != nil {
@@ -148,7 +156,7 @@ func (t *translator) op(op *nft.Op) error {
 		t.kparts = appendFields(t.kparts[:0], op.Key)
 		return t.element("delete", op.Name, info, t.kparts, "", elemValue{})
 	case nft.AddCounter:
-		t.newCounter("add", op.Name, 0, 0)
+		t.newCounter(verb, op.Name, op.Packets, op.Bytes)
 		return nil
 	case nft.DeleteCounter:
 		t.deleteCounter(op.Name)
@@ -157,9 +165,20 @@ func (t *translator) op(op *nft.Op) error {
 	return fmt.Errorf("unsupported operation %d", op.Kind)
 }
 
-// opSetSpec is what AddSet says about the set, as setCmd reads it from the text.
+// setFlagBits are the kernel's bits of nft.SetFlags.
+var setFlagBits = [...]struct {
+	f   nft.SetFlags
+	bit uint32
+}{{nft.SetConstant, unix.NFT_SET_CONSTANT}, {nft.SetInterval, unix.NFT_SET_INTERVAL}, {nft.SetDynamic, unix.NFT_SET_EVAL}, {nft.SetTimeout, unix.NFT_SET_TIMEOUT}}
+
+// opSetSpec is what AddSet says about the set.
 func opSetSpec(op *nft.Op) (*setSpec, error) {
-	sp := &setSpec{info: &setInfo{}, comment: op.Comment}
+	sp := &setSpec{info: &setInfo{}, comment: op.Comment, gcInterval: op.GCInterval, size: uint64(op.Size), policy: op.Policy, automerge: op.AutoMerge}
+	for _, fb := range setFlagBits {
+		if op.Flags&fb.f != 0 {
+			sp.info.flags |= fb.bit
+		}
+	}
 	var err error
 	switch {
 	case op.Type != "":
@@ -178,9 +197,9 @@ func opSetSpec(op *nft.Op) (*setSpec, error) {
 	return sp, nil
 }
 
-// opElement translates AddElement: key and value are split into their fields (and
-// a verdict) as elementCmd reads them from the text.
-func (t *translator) opElement(op *nft.Op) error {
+// opElement translates AddElement (verb "add" or "create"): key and value are
+// split into their fields, or the value read as a verdict.
+func (t *translator) opElement(verb string, op *nft.Op) error {
 	info, err := t.set(op.Name)
 	if err != nil {
 		return err
@@ -192,24 +211,23 @@ func (t *translator) opElement(op *nft.Op) error {
 			return fmt.Errorf("value for an element of set %q", op.Name)
 		}
 		if info.data.isVerdict() {
-			toks, err := appendTokens(t.toks[:0], op.Value)
+			v, err := nfttext.ParseVerdict(op.Value)
 			if err != nil {
 				return err
 			}
-			t.toks = toks
-			c := &cursor{toks: toks}
-			if value.verdict, err = parseVerdict(c); err != nil {
+			tv, err := v.Lower()
+			if err != nil {
 				return err
 			}
-			if !c.done() {
-				return fmt.Errorf("unexpected %q after the verdict", c.describeNext())
+			if value.verdict, err = verdictExpr(tv); err != nil {
+				return err
 			}
 		} else {
 			t.dparts = appendFields(t.dparts[:0], op.Value)
 			value.parts = t.dparts
 		}
 	}
-	return t.element("add", op.Name, info, t.kparts, op.Comment, value)
+	return t.element(verb, op.Name, info, t.kparts, op.Comment, value)
 }
 
 // appendFields appends the fields of "a . b . c" to dst.

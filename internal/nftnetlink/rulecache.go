@@ -13,11 +13,13 @@ const maxCachedRules = 8192
 // A full sync at 10,000 Services repeats few distinct rules many times (a
 // Service's rules name shared maps, not the Service: "dnat ... map
 // @service-endpoints-tcp-3a"), and compiling them and marshalling their
-// expressions was half of translating it. A rule's encoding depends only on its
-// text (typed rules encode as their printed text, TestEncodeRuleMatchesText) and
-// on the sets of the batch, so the translator keeps the encoding (everything after
-// the chain attribute) of each rule text without anonymous sets, for this batch
-// only, keyed by the text after "add rule <family> <table> <chain> ".
+// expressions was half of translating it. A rule's encoding depends only on the
+// typed rule and on the sets of the batch, and a typed rule's printed text reads
+// back as the same rule (nfttext, TestTextReadsAsTypedRule), so the translator
+// keeps the encoding (everything after the chain attribute) of each rule without
+// anonymous sets, for this batch only, keyed by its printed text: the text after
+// "add rule <family> <table> <chain> " of a command line finds it (a line spelled
+// otherwise than the printer spells it is read and encoded again).
 
 // cachedRule writes line if it adds a rule whose text (after the chain name) was
 // already translated in this batch, and reports whether it did.
@@ -48,17 +50,6 @@ func (t *translator) writeCachedRule(chain string, enc []byte) {
 	b.attrString(unix.NFTA_RULE_CHAIN, chain)
 	b.buf = append(b.buf, enc...)
 	b.endMsg(m)
-}
-
-// cacheRule remembers the encoding of the rule text of line (see cachedRule).
-func (t *translator) cacheRule(line string, enc []byte) {
-	rest, ok := strings.CutPrefix(line, t.rulePrefix)
-	if !ok || strings.HasPrefix(rest, "\"") {
-		return
-	}
-	if _, text, ok := strings.Cut(rest, " "); ok {
-		t.storeRule(strings.Clone(text), enc)
-	}
 }
 
 // storeRule remembers enc as the encoding of the rule text.

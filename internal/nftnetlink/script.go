@@ -2,12 +2,13 @@ package nftnetlink
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/nft"
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 )
 
 // Attributes golang.org/x/sys/unix does not define (linux/netfilter/nf_tables.h).
@@ -23,7 +24,8 @@ type setInfo struct {
 	flags uint32
 }
 
-// translator turns the command lines of one transaction into netlink messages.
+// translator turns the operations of one transaction, typed (ops.go) or read from
+// its text (command), into netlink messages.
 type translator struct {
 	b       *builder
 	family  string // "ip" / "ip6"
@@ -36,8 +38,8 @@ type translator struct {
 	nextSetID uint32
 	// pending coalesces consecutive element commands on one set into one message.
 	pending *pendingElems
-	// toks is the token buffer of the line being translated, reused line after line.
-	toks []token
+	// parser reads the command lines of a transaction's text.
+	parser nfttext.CommandParser
 	// at locates the line being translated, for error reports.
 	at commandRef
 	// rulePrefix is "add rule <family> <table> ", and rules caches the encoding
@@ -45,12 +47,10 @@ type translator struct {
 	// see cachedRule.
 	rulePrefix string
 	rules      map[string][]byte
-	// line is the command being translated.
-	line string
 	// ruleText holds the printed text of a typed rule, the rule cache's key,
 	// reused rule after rule.
 	ruleText []byte
-	// Scratch buffers of elementCmd, reused element after element.
+	// Scratch buffers of element, reused element after element.
 	kparts, dparts []string
 	key, data      []byte
 }
@@ -63,96 +63,31 @@ type pendingElems struct {
 
 func (t *translator) newID() uint32 { t.nextSetID++; return t.nextSetID }
 
-// command translates one line of tx.String().
+// command translates one line of tx.String(): parsed into a typed operation by
+// internal/nft/nfttext, then written as RunOps writes it (op).
 func (t *translator) command(line string) error {
 	if t.cachedRule(line) {
 		return nil
 	}
-	t.line = line
-	toks, err := appendTokens(t.toks[:0], line)
+	cmd, err := t.parser.Parse(line)
 	if err != nil {
 		return err
 	}
-	t.toks = toks
-	c := &cursor{toks: toks}
-	verb := c.next()
-	kind := c.next()
-	fam := c.next()
-	table := c.next()
-	if fam != t.family || table != t.table {
-		return fmt.Errorf("object of table %s %s, executor is for %s %s", fam, table, t.family, t.table)
+	if fam := familyKeyword(cmd.Family); fam != t.family || cmd.Table != t.table {
+		return fmt.Errorf("object of table %s %s, executor is for %s %s", fam, cmd.Table, t.family, t.table)
 	}
-	if kind != "element" {
-		t.flushElems()
-		t.b.markCommand(t.at)
+	return t.op(&cmd.Op)
+}
+
+func familyKeyword(f nft.Family) string {
+	if f == nft.IPv6 {
+		return "ip6"
 	}
-	switch verb {
-	case "add", "create", "delete", "flush":
-	default:
-		return fmt.Errorf("unsupported verb %q", verb)
-	}
-	switch kind {
-	case "table":
-		return t.tableCmd(verb, c)
-	case "chain":
-		return t.chainCmd(verb, c)
-	case "rule":
-		return t.ruleCmd(verb, c)
-	case "set", "map":
-		return t.setCmd(verb, kind == "map", c)
-	case "element":
-		return t.elementCmd(verb, c, line)
-	case "counter":
-		return t.counterCmd(verb, c)
-	}
-	return fmt.Errorf("unsupported object %q", kind)
+	return "ip"
 }
 
 // nftObjectCounter is NFT_OBJECT_COUNTER (linux/netfilter/nf_tables.h).
 const nftObjectCounter = 1
-
-// counterCmd translates "add|create counter <family> <table> NAME [{ packets N bytes
-// M ; }]" and "delete counter <family> <table> NAME" into NFT_MSG_NEWOBJ /
-// NFT_MSG_DELOBJ, with the attributes nft sends. Adding an existing counter keeps
-// its value.
-func (t *translator) counterCmd(verb string, c *cursor) error {
-	name, err := c.quotedOrWord("counter name")
-	if err != nil {
-		return err
-	}
-	if name == "handle" {
-		return fmt.Errorf("counters by handle are not supported")
-	}
-	switch verb {
-	case "delete":
-		if !c.done() {
-			return fmt.Errorf("unexpected %q", c.describeNext())
-		}
-		t.deleteCounter(name)
-		return nil
-	case "flush":
-		return fmt.Errorf("flush counter is not supported")
-	}
-	props, err := body(c)
-	if err != nil {
-		return err
-	}
-	var packets, bytes uint64
-	for _, p := range props {
-		w := texts(p)
-		if len(w) != 4 || w[0] != "packets" || w[2] != "bytes" {
-			return fmt.Errorf("unsupported counter property %q", strings.Join(w, " "))
-		}
-		if packets, err = strconv.ParseUint(w[1], 10, 64); err != nil {
-			return fmt.Errorf("counter packets %q: %w", w[1], err)
-		}
-		if bytes, err = strconv.ParseUint(w[3], 10, 64); err != nil {
-			return fmt.Errorf("counter bytes %q: %w", w[3], err)
-		}
-	}
-	t.newCounter(verb, name, packets, bytes)
-	return nil
-}
 
 // newCounter adds (verb "add" or "create") the named counter with its values.
 func (t *translator) newCounter(verb, name string, packets, bytes uint64) {
@@ -184,90 +119,11 @@ func createFlags(verb string) uint16 {
 	return unix.NLM_F_CREATE
 }
 
-// body parses "{ k v ; k v ; }" into ordered (key, values) pairs.
-func body(c *cursor) ([][]token, error) {
-	if c.done() {
-		return nil, nil
-	}
-	if err := c.expect("{"); err != nil {
-		return nil, err
-	}
-	var out [][]token
-	var cur []token
-	for {
-		if c.done() {
-			return nil, fmt.Errorf("unterminated { }")
-		}
-		tk := c.toks[c.pos]
-		c.pos++
-		if !tk.quoted && tk.text == "}" {
-			if len(cur) > 0 {
-				out = append(out, cur)
-			}
-			if !c.done() {
-				return nil, fmt.Errorf("unexpected %q after }", c.describeNext())
-			}
-			return out, nil
-		}
-		if !tk.quoted && tk.text == ";" {
-			if len(cur) > 0 {
-				out = append(out, cur)
-			}
-			cur = nil
-			continue
-		}
-		cur = append(cur, tk)
-	}
-}
-
-func texts(ts []token) []string {
-	out := make([]string, len(ts))
-	for i, tk := range ts {
-		out[i] = tk.text
-	}
-	return out
-}
-
 func commentUdata(s string) (udata, error) {
 	if len(s) > knftables.CommentLengthMax {
 		return nil, fmt.Errorf("comment longer than %d bytes", knftables.CommentLengthMax)
 	}
 	return udata(nil).str(0, s), nil
-}
-
-func (t *translator) tableCmd(verb string, c *cursor) error {
-	b := t.b
-	if verb == "delete" || verb == "flush" {
-		if !c.done() {
-			return fmt.Errorf("unsupported %s table form", verb)
-		}
-		if verb == "flush" {
-			// NFTA_RULE_TABLE and NFTA_TABLE_NAME are both attribute 1.
-			m := b.nftMsg(unix.NFT_MSG_DELRULE, 0, t.nfproto)
-			b.attrString(unix.NFTA_TABLE_NAME, t.table)
-			b.endMsg(m)
-			return nil
-		}
-		t.deleteTable()
-		return nil
-	}
-	props, err := body(c)
-	if err != nil {
-		return err
-	}
-	var ud udata
-	for _, p := range props {
-		switch {
-		case len(p) == 2 && p[0].text == "comment":
-			if ud, err = commentUdata(p[1].text); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("unsupported table property %q", strings.Join(texts(p), " "))
-		}
-	}
-	t.newTable(verb, ud)
-	return nil
 }
 
 // newTable adds (verb "add" or "create") the table, with its comment's userdata.
@@ -282,6 +138,14 @@ func (t *translator) newTable(verb string, ud udata) {
 	b.endMsg(m)
 }
 
+// flushTable deletes every rule of the table.
+func (t *translator) flushTable() {
+	// NFTA_RULE_TABLE and NFTA_TABLE_NAME are both attribute 1.
+	m := t.b.nftMsg(unix.NFT_MSG_DELRULE, 0, t.nfproto)
+	t.b.attrString(unix.NFTA_TABLE_NAME, t.table)
+	t.b.endMsg(m)
+}
+
 // deleteTable deletes the table: later element commands cannot refer to the
 // kernel's sets.
 func (t *translator) deleteTable() {
@@ -293,50 +157,6 @@ func (t *translator) deleteTable() {
 }
 
 var hooks = map[string]uint32{"prerouting": 0, "input": 1, "forward": 2, "output": 3, "postrouting": 4}
-
-func (t *translator) chainCmd(verb string, c *cursor) error {
-	name, err := c.quotedOrWord("chain name")
-	if err != nil {
-		return err
-	}
-	if name == "handle" {
-		return fmt.Errorf("chains by handle are not supported")
-	}
-	switch verb {
-	case "delete", "flush":
-		if !c.done() {
-			return fmt.Errorf("unexpected %q", c.describeNext())
-		}
-		if verb == "flush" {
-			t.flushChain(name)
-		} else {
-			t.deleteChain(name)
-		}
-		return nil
-	}
-	props, err := body(c)
-	if err != nil {
-		return err
-	}
-	var ud udata
-	var chainType, hook, prio, policy string
-	for _, p := range props {
-		w := texts(p)
-		switch {
-		case len(w) == 6 && w[0] == "type" && w[2] == "hook" && w[4] == "priority":
-			chainType, hook, prio = w[1], w[3], w[5]
-		case len(w) == 2 && w[0] == "policy":
-			policy = w[1]
-		case len(w) == 2 && w[0] == "comment":
-			if ud, err = commentUdata(p[1].text); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("unsupported chain property %q", strings.Join(w, " "))
-		}
-	}
-	return t.newChain(verb, name, chainType, hook, prio, policy, ud)
-}
 
 // newChain adds (verb "add" or "create") a chain: a base chain when chainType is
 // set (with hook, priority and, optionally, policy), with its comment's userdata.
@@ -395,31 +215,6 @@ func (t *translator) deleteChain(name string) {
 	t.b.attrString(unix.NFTA_CHAIN_TABLE, t.table)
 	t.b.attrString(unix.NFTA_CHAIN_NAME, name)
 	t.b.endMsg(m)
-}
-
-func (t *translator) ruleCmd(verb string, c *cursor) error {
-	if verb != "add" {
-		return fmt.Errorf("%s rule is not supported", verb)
-	}
-	chain, err := c.quotedOrWord("chain name")
-	if err != nil {
-		return err
-	}
-	if p := c.peek(); p == "index" || p == "handle" || p == "position" {
-		return fmt.Errorf("rules by %s are not supported", p)
-	}
-	r, err := compileRule(t.family, c.toks[c.pos:], t.newID)
-	if err != nil {
-		return err
-	}
-	enc, err := t.writeRule(chain, &r)
-	if err != nil {
-		return err
-	}
-	if len(r.anon) == 0 {
-		t.cacheRule(t.line, enc)
-	}
-	return nil
 }
 
 // writeRule emits the anonymous sets of a compiled rule and the rule, appended to

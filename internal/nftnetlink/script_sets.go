@@ -2,8 +2,6 @@ package nftnetlink
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/nftables/expr"
@@ -11,85 +9,9 @@ import (
 	"sigs.k8s.io/knftables"
 )
 
-// The set and map commands of the translator (add, create, flush and delete of sets,
-// maps and their elements); script.go has the command dispatch and the table, chain,
-// rule and counter commands.
-
-func (t *translator) setCmd(verb string, isMap bool, c *cursor) error {
-	name, err := c.quotedOrWord("set name")
-	if err != nil {
-		return err
-	}
-	if name == "handle" {
-		return fmt.Errorf("sets by handle are not supported")
-	}
-	switch verb {
-	case "delete":
-		t.deleteSet(name)
-		return nil
-	case "flush":
-		t.flushSet(name)
-		return nil
-	}
-	props, err := body(c)
-	if err != nil {
-		return err
-	}
-	sp := setSpec{info: &setInfo{}}
-	info := sp.info
-	for _, p := range props {
-		w := texts(p)
-		switch {
-		case len(w) >= 2 && w[0] == "typeof":
-			if info.key, info.data, sp.typeofUdata, err = parseTypeof(w[1:], isMap); err != nil {
-				return err
-			}
-		case len(w) >= 2 && w[0] == "type":
-			if err := info.parseType(w[1:], isMap); err != nil {
-				return err
-			}
-		case len(w) == 2 && w[0] == "flags":
-			for _, f := range strings.Split(w[1], ",") {
-				switch f {
-				case "constant":
-					info.flags |= unix.NFT_SET_CONSTANT
-				case "interval":
-					info.flags |= unix.NFT_SET_INTERVAL
-				case "timeout":
-					info.flags |= unix.NFT_SET_TIMEOUT
-				case "dynamic":
-					info.flags |= unix.NFT_SET_EVAL
-				default:
-					return fmt.Errorf("unsupported set flag %q", f)
-				}
-			}
-		case len(w) == 2 && (w[0] == "timeout" || w[0] == "gc-interval"):
-			d, err := time.ParseDuration(w[1])
-			if err != nil {
-				return fmt.Errorf("bad %s %q", w[0], w[1])
-			}
-			if w[0] == "timeout" {
-				sp.timeout = d
-				info.flags |= unix.NFT_SET_TIMEOUT
-			} else {
-				sp.gcInterval = d
-			}
-		case len(w) == 2 && w[0] == "size":
-			if sp.size, err = strconv.ParseUint(w[1], 10, 32); err != nil {
-				return fmt.Errorf("bad size %q", w[1])
-			}
-		case len(w) == 2 && w[0] == "policy":
-			sp.policy = w[1]
-		case len(w) == 1 && w[0] == "auto-merge":
-			sp.automerge = true
-		case len(w) == 2 && w[0] == "comment":
-			sp.comment = w[1]
-		default:
-			return fmt.Errorf("unsupported set property %q", strings.Join(w, " "))
-		}
-	}
-	return t.newSet(verb, name, isMap, &sp)
-}
+// The set and map encoders of the translator (add, create, flush and delete of sets,
+// maps and their elements); script.go has the table, chain, rule and counter
+// encoders, ops.go the dispatch of operations.
 
 // setSpec is everything an "add set|map" command says about the set.
 type setSpec struct {
@@ -246,65 +168,6 @@ func (t *translator) flushElems() {
 // maxElemsBytes bounds the element list of a coalesced message: a netlink
 // attribute's length is 16 bits.
 const maxElemsBytes = 60000
-
-func (t *translator) elementCmd(verb string, c *cursor, line string) error {
-	if verb == "flush" {
-		return fmt.Errorf("flush element is not supported")
-	}
-	name, err := c.quotedOrWord("set name")
-	if err != nil {
-		return err
-	}
-	info, err := t.set(name)
-	if err != nil {
-		return err
-	}
-	if err := c.expect("{"); err != nil {
-		return err
-	}
-	kparts := t.kparts[:0]
-	for {
-		kparts = append(kparts, c.next())
-		if !c.accept(".") {
-			break
-		}
-	}
-	t.kparts = kparts
-	var comment string
-	if c.accept("comment") {
-		if comment, err = c.quotedOrWord("comment"); err != nil {
-			return err
-		}
-	}
-	var value elemValue
-	if c.accept(":") {
-		if info.data == nil {
-			return fmt.Errorf("value for an element of set %q", name)
-		}
-		if info.data.isVerdict() {
-			if value.verdict, err = parseVerdict(c); err != nil {
-				return err
-			}
-		} else {
-			dparts := t.dparts[:0]
-			for {
-				dparts = append(dparts, c.next())
-				if !c.accept(".") {
-					break
-				}
-			}
-			t.dparts = dparts
-			value.parts = dparts
-		}
-	}
-	if err := c.expect("}"); err != nil {
-		return err
-	}
-	if !c.done() {
-		return fmt.Errorf("unexpected %q", c.describeNext())
-	}
-	return t.element(verb, name, info, kparts, comment, value)
-}
 
 // elemValue is the value of a map element: a verdict, or the fields of data.
 type elemValue struct {

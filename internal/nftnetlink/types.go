@@ -176,12 +176,6 @@ func encodeValue(dst []byte, t dataType, s string) ([]byte, error) {
 	return nil, fmt.Errorf("values of type %s are not supported", t.name)
 }
 
-// encodeKey encodes a (possibly concatenated) key given as its words, padding each
-// field of a concatenation to 32 bits.
-func encodeKey(k keyType, parts []string) ([]byte, error) {
-	return appendKey(make([]byte, 0, k.size()), k, parts)
-}
-
 // appendKey appends the encoding of parts as a value of k to out.
 func appendKey(out []byte, k keyType, parts []string) ([]byte, error) {
 	if len(parts) != len(k.fields) {
@@ -204,32 +198,6 @@ func appendKey(out []byte, k keyType, parts []string) ([]byte, error) {
 
 // interval is a closed range of an address type, for interval sets.
 type interval struct{ first, last []byte }
-
-// parseInterval parses an address, a prefix "a/len" or a range "a-b" of type t.
-func parseInterval(t dataType, s string) (interval, error) {
-	if t.name != "ipv4_addr" && t.name != "ipv6_addr" {
-		b, err := encodeValue(nil, t, s)
-		return interval{b, b}, err
-	}
-	if lo, hi, ok := strings.Cut(s, "-"); ok {
-		a, err := encodeValue(nil, t, lo)
-		if err != nil {
-			return interval{}, err
-		}
-		b, err := encodeValue(nil, t, hi)
-		return interval{a, b}, err
-	}
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil || (t.name == "ipv4_addr") != p.Addr().Is4() {
-			return interval{}, fmt.Errorf("bad prefix %q", s)
-		}
-		first := p.Masked().Addr().AsSlice()
-		return interval{first, lastOfPrefix(first, p.Bits())}, nil
-	}
-	b, err := encodeValue(nil, t, s)
-	return interval{b, b}, err
-}
 
 // lastOfPrefix is the last address of the prefix of first (masked) and bits.
 func lastOfPrefix(first []byte, bits int) []byte {

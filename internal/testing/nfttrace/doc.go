@@ -2,8 +2,9 @@
 // nftables ruleset held in a sigs.k8s.io/knftables Fake.
 //
 // It is a small interpreter of nft rule text, not a set of regexes tailored to one
-// renderer: each rule is tokenized and parsed into matches and statements, which are
-// then evaluated against a described Packet. The packet is walked through the base
+// renderer: each rule is parsed by internal/nft/nfttext, the repository's one nft
+// parser, and its syntax tree is evaluated against a described Packet; this package
+// only gives the parsed words their meaning (values.go) and runs the statements. The packet is walked through the base
 // chains of every ip/ip6/inet table in the Fake, ordered by hook and priority the way
 // the kernel orders them for the packet's path:
 //
@@ -33,7 +34,8 @@
 // silently ignored), so a renderer's tests fail loudly when it emits something new.
 // Tracer.Validate parses every rule, set and map element up front for the same reason.
 //
-// Supported syntax (both spelled forms are accepted where nft has two):
+// Supported syntax (nfttext's grammar; both spelled forms are accepted where nft has
+// two):
 //
 //	matches:    ip|ip6 saddr|daddr, ip protocol, ip6 nexthdr, meta l4proto, meta nfproto,
 //	            tcp|udp|sctp|th dport|sport, [meta] mark [&|and|||or|^|xor N],

@@ -1,7 +1,6 @@
 package nfttrace
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -110,24 +109,5 @@ func TestBadPackets(t *testing.T) {
 	}
 	if _, err := New(nft, []string{"not-an-ip"}); err == nil {
 		t.Errorf("New with a bad local address: expected an error")
-	}
-}
-
-func TestTokenize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []token
-	}{
-		{`ip daddr . meta l4proto . th dport vmap @service-ips`,
-			[]token{"ip", "daddr", ".", "meta", "l4proto", ".", "th", "dport", "vmap", "@service-ips"}},
-		{`numgen random mod 2 vmap {0 : goto a/b__10.0.0.1/80, 1 : goto c}`,
-			[]token{"numgen", "random", "mod", "2", "vmap", "{", "0", ":", "goto", "a/b__10.0.0.1/80", ",", "1", ":", "goto", "c", "}"}},
-		{`ct state established,related accept`, []token{"ct", "state", "established", ",", "related", "accept"}},
-		{`iifname "veth* x" dnat to [fd00::1]:80`, []token{"iifname", `"veth* x"`, "dnat", "to", "[fd00::1]:80"}},
-	} {
-		got, err := tokenize(tc.in)
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("tokenize(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
-		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 )
 
 // maxJumpDepth mirrors the kernel's jump stack limit (NFT_JUMP_STACK_SIZE is 16).
@@ -76,39 +78,42 @@ func (r *run) evalRule(tbl tableRef, chain string, pr *parsedRule, depth int) (r
 		}
 	}
 	r.pending = nil
-	for _, st := range pr.stmts {
+	for _, st := range pr.Stmts {
 		switch st := st.(type) {
-		case matchStmt:
+		case nfttext.Match:
 			ok, err := r.evalMatch(tbl, st)
 			if err != nil || !ok {
 				return rNext, err
 			}
-		case vmapStmt:
-			e, err := r.lookupMap(tbl, st.lookup)
+		case nfttext.VMap:
+			e, err := r.lookupMap(tbl, &st.MapRef, true)
 			if err != nil || e == nil {
 				return rNext, err
 			}
 			noteRule()
-			r.note(fmt.Sprintf("    => %s", e.text))
-			return r.execVerdict(tbl, *e.verdict, depth)
-		case verdictStmt:
+			r.note(fmt.Sprintf("    => %s", e.Text))
+			return r.execVerdict(tbl, *e.Verdict, depth)
+		case nfttext.Verdict:
 			noteRule()
 			return r.execVerdict(tbl, st, depth)
-		case markSetStmt:
+		case nfttext.Reject:
 			noteRule()
-			if st.value == nil {
-				r.pkt.mark = uint32(st.literal)
+			return rReject, nil
+		case nfttext.MarkSet:
+			noteRule()
+			if st.From == nil {
+				r.pkt.mark = st.Value
 			} else {
-				v, ok, err := r.evalComponent(st.value.parts[0])
+				v, ok, err := r.evalSelector(*st.From)
 				if err != nil || !ok {
 					return rNext, err
 				}
 				r.pkt.mark = uint32(v.num)
 			}
-		case natStmt:
+		case nfttext.NAT:
 			noteRule()
 			return r.execNAT(tbl, st)
-		case masqueradeStmt:
+		case nfttext.Masquerade:
 			noteRule()
 			if err := r.checkNATHook("masquerade", "postrouting"); err != nil {
 				return rNext, err
@@ -117,15 +122,13 @@ func (r *run) evalRule(tbl tableRef, chain string, pr *parsedRule, depth int) (r
 			r.natDone["src"] = true
 			r.pkt.ctStatus["snat"] = true
 			return rAccept, nil
-		case updateStmt:
+		case nfttext.Dynset:
 			noteRule()
-			if err := checkSetRef(tbl, st.set, st.key); err != nil {
+			if err := checkSetRef(tbl, st.Set, st.Key); err != nil {
 				return rNext, err
 			}
-		case noopStmt:
-			if st.what != "comment" {
-				noteRule()
-			}
+		case nfttext.Counter, nfttext.Log:
+			noteRule()
 		default:
 			return rNext, fmt.Errorf("internal error: unhandled statement %T", st)
 		}
@@ -134,8 +137,8 @@ func (r *run) evalRule(tbl tableRef, chain string, pr *parsedRule, depth int) (r
 	return rNext, nil
 }
 
-func (r *run) execVerdict(tbl tableRef, v verdictStmt, depth int) (ruleResult, error) {
-	switch v.verdict {
+func (r *run) execVerdict(tbl tableRef, v nfttext.Verdict, depth int) (ruleResult, error) {
+	switch v.Kind {
 	case "accept":
 		return rAccept, nil
 	case "drop":
@@ -147,7 +150,7 @@ func (r *run) execVerdict(tbl tableRef, v verdictStmt, depth int) (ruleResult, e
 	case "return":
 		return rReturn, nil
 	case "jump", "goto":
-		cv, err := r.runChain(tbl, v.chain, depth+1)
+		cv, err := r.runChain(tbl, v.Chain, depth+1)
 		if err != nil {
 			return rNext, err
 		}
@@ -159,14 +162,14 @@ func (r *run) execVerdict(tbl tableRef, v verdictStmt, depth int) (ruleResult, e
 		case vReject:
 			return rReject, nil
 		}
-		if v.verdict == "goto" {
+		if v.Kind == "goto" {
 			// goto does not come back: when the target finishes, control returns
 			// to whoever called the current chain.
 			return rReturn, nil
 		}
 		return rNext, nil
 	}
-	return rNext, fmt.Errorf("internal error: unknown verdict %q", v.verdict)
+	return rNext, fmt.Errorf("internal error: unknown verdict %q", v.Kind)
 }
 
 // checkNATHook fails loudly where nft would refuse to load the rule.
@@ -182,9 +185,9 @@ func (r *run) checkNATHook(what string, hooks ...string) error {
 	return fmt.Errorf("%s reached from hook %s (allowed: %s)", what, r.baseHook, strings.Join(hooks, ", "))
 }
 
-func (r *run) execNAT(tbl tableRef, st natStmt) (ruleResult, error) {
+func (r *run) execNAT(tbl tableRef, st nfttext.NAT) (ruleResult, error) {
 	var err error
-	if st.kind == "dnat" {
+	if st.Kind == "dnat" {
 		err = r.checkNATHook("dnat", "prerouting", "output")
 	} else {
 		err = r.checkNATHook("snat", "postrouting", "input")
@@ -192,36 +195,36 @@ func (r *run) execNAT(tbl tableRef, st natStmt) (ruleResult, error) {
 	if err != nil {
 		return rNext, err
 	}
-	comps := st.literal
-	if st.lookup != nil {
-		e, err := r.lookupMap(tbl, *st.lookup)
+	words := st.To
+	if st.Map != nil {
+		e, err := r.lookupMap(tbl, st.Map, false)
 		if err != nil || e == nil {
 			return rNext, err // no element: the rule does not match
 		}
 		r.out.Trace = append(r.out.Trace, r.pending...)
 		r.pending = nil
-		r.note(fmt.Sprintf("    => %s", e.text))
-		comps = e.data
+		r.note(fmt.Sprintf("    => %s", e.Text))
+		words = e.Data
 	}
-	target, err := parseNATTarget(comps, st.family)
+	target, err := nfttext.ParseNATTarget(words, st.Family)
 	if err != nil {
 		return rNext, err
 	}
-	if target.addr.Is6() != r.pkt.v6 {
-		return rNext, fmt.Errorf("%s target %s is not of the packet's family", st.kind, target)
+	if target.Addr.Is6() != r.pkt.v6 {
+		return rNext, fmt.Errorf("%s target %s is not of the packet's family", st.Kind, target)
 	}
-	if st.kind == "dnat" {
-		r.pkt.dst = target.addr
-		if target.hasPort {
-			r.pkt.dport = uint64(target.port)
+	if st.Kind == "dnat" {
+		r.pkt.dst = target.Addr
+		if target.HasPort {
+			r.pkt.dport = uint64(target.Port)
 		}
 		r.out.DNAT = target.String()
 		r.pkt.ctStatus["dnat"] = true
 		r.natDone["dst"] = true
 	} else {
-		r.pkt.src = target.addr
-		if target.hasPort {
-			r.pkt.sport = uint64(target.port)
+		r.pkt.src = target.Addr
+		if target.HasPort {
+			r.pkt.sport = uint64(target.Port)
 		}
 		r.out.SNAT = target.String()
 		r.pkt.ctStatus["snat"] = true

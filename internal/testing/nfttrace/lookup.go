@@ -4,26 +4,28 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 )
 
-// evalComponent computes a selector's value for the packet. ok is false when the
+// evalSelector computes a selector's value for the packet. ok is false when the
 // selector does not apply (e.g. "ip saddr" of an IPv6 packet, "tcp dport" of a UDP
 // packet, "iif" of a locally generated packet): nft then fails the whole match,
 // whatever the operator.
-func (r *run) evalComponent(c component) (value, bool, error) {
+func (r *run) evalSelector(c nfttext.Selector) (value, bool, error) {
 	p := &r.pkt
-	v := value{kind: c.kind}
-	switch c.sel {
+	v := value{kind: kinds[c.Type]}
+	switch c.Name {
 	case "ip saddr", "ip daddr", "ip6 saddr", "ip6 daddr":
-		if p.v6 != strings.HasPrefix(c.sel, "ip6") {
+		if p.v6 != strings.HasPrefix(c.Name, "ip6") {
 			return v, false, nil
 		}
 		v.addr = p.src
-		if strings.HasSuffix(c.sel, "daddr") {
+		if strings.HasSuffix(c.Name, "daddr") {
 			v.addr = p.dst
 		}
 	case "ip protocol", "ip6 nexthdr":
-		if p.v6 != (c.sel == "ip6 nexthdr") {
+		if p.v6 != (c.Name == "ip6 nexthdr") {
 			return v, false, nil
 		}
 		v.num = p.proto
@@ -37,17 +39,17 @@ func (r *run) evalComponent(c component) (value, bool, error) {
 	case "meta mark":
 		v.num = uint64(p.mark)
 	case "meta iifname", "meta iif":
-		if p.iif == "" && c.sel == "meta iif" {
+		if p.iif == "" && c.Name == "meta iif" {
 			return v, false, nil
 		}
 		v.str = p.iif
 	case "meta oifname", "meta oif":
-		if p.oif == "" && c.sel == "meta oif" {
+		if p.oif == "" && c.Name == "meta oif" {
 			return v, false, nil
 		}
 		v.str = p.oif
 	case "tcp dport", "tcp sport", "udp dport", "udp sport", "sctp dport", "sctp sport", "th dport", "th sport":
-		proto, field, _ := strings.Cut(c.sel, " ")
+		proto, field, _ := strings.Cut(c.Name, " ")
 		if proto == "th" {
 			if !p.hasPorts() {
 				return v, false, nil
@@ -61,7 +63,7 @@ func (r *run) evalComponent(c component) (value, bool, error) {
 		}
 	case "fib saddr type", "fib daddr type":
 		a := p.dst
-		if c.sel == "fib saddr type" {
+		if c.Name == "fib saddr type" {
 			a = p.src
 		}
 		v.str = r.addrType(a)
@@ -69,20 +71,21 @@ func (r *run) evalComponent(c component) (value, bool, error) {
 		v.str = p.ctState
 	case "ct status":
 		v.flags = p.ctStatus
-	case "numgen":
-		v.num = uint64(r.choose(int(c.mod))) + c.offset
-		r.pending = append(r.pending, fmt.Sprintf("    numgen random mod %d: chose %d", c.mod, v.num-c.offset))
+	case "numgen random":
+		choice := uint64(r.choose(int(c.Mod)))
+		v.num = choice + uint64(c.Offset)
+		r.pending = append(r.pending, fmt.Sprintf("    numgen random mod %d: chose %d", c.Mod, choice))
 	default:
-		return v, false, fmt.Errorf("internal error: unknown selector %q", c.sel)
+		return v, false, fmt.Errorf("internal error: unknown selector %q", c.Name)
 	}
-	for _, b := range c.bitops {
-		switch b.op {
+	for _, b := range c.Ops {
+		switch b.Op {
 		case '&':
-			v.num &= b.val
+			v.num &= uint64(b.Value)
 		case '|':
-			v.num |= b.val
+			v.num |= uint64(b.Value)
 		case '^':
-			v.num ^= b.val
+			v.num ^= uint64(b.Value)
 		}
 	}
 	return v, true, nil
@@ -100,11 +103,11 @@ func (r *run) addrType(a netip.Addr) string {
 	return "unicast"
 }
 
-// evalExpr evaluates every part of e; ok is false if any part does not apply.
-func (r *run) evalExpr(e expr) ([]value, bool, error) {
-	vals := make([]value, len(e.parts))
-	for i, c := range e.parts {
-		v, ok, err := r.evalComponent(c)
+// evalExpr evaluates every selector of e; ok is false if any does not apply.
+func (r *run) evalExpr(e nfttext.Expr) ([]value, bool, error) {
+	vals := make([]value, len(e))
+	for i, c := range e {
+		v, ok, err := r.evalSelector(c)
 		if err != nil || !ok {
 			return nil, false, err
 		}
@@ -122,36 +125,46 @@ func keyMatches(key []pattern, vals []value) bool {
 	return true
 }
 
-func (r *run) evalMatch(tbl tableRef, m matchStmt) (bool, error) {
-	vals, ok, err := r.evalExpr(m.lhs)
-	if err != nil || !ok {
+// anyKeyMatches reports whether one of keys (words, one per part of key) matches
+// vals.
+func anyKeyMatches(key nfttext.Expr, keys [][]string, vals []value) (bool, error) {
+	ks, err := exprKinds(key)
+	if err != nil {
 		return false, err
 	}
-	found := false
-	if m.setName != "" {
-		keys, err := setKeys(tbl, m.setName, m.lhs)
+	for _, k := range keys {
+		ps, err := parseKey(ks, k)
 		if err != nil {
 			return false, err
 		}
-		for _, k := range keys {
-			if keyMatches(k, vals) {
-				found = true
-				break
-			}
-		}
-	} else {
-		for _, k := range m.anon {
-			if keyMatches(k, vals) {
-				found = true
-				break
-			}
+		if keyMatches(ps, vals) {
+			return true, nil
 		}
 	}
-	return found != m.negate, nil
+	return false, nil
 }
 
-// setKeys parses the elements of a named set as keys of the lookup expression's types.
-func setKeys(tbl tableRef, name string, key expr) ([][]pattern, error) {
+func (r *run) evalMatch(tbl tableRef, m nfttext.Match) (bool, error) {
+	vals, ok, err := r.evalExpr(m.Left)
+	if err != nil || !ok {
+		return false, err
+	}
+	keys := m.Elems
+	if m.Set != "" {
+		if keys, err = setKeys(tbl, m.Set, m.Left); err != nil {
+			return false, err
+		}
+	}
+	found, err := anyKeyMatches(m.Left, keys, vals)
+	if err != nil {
+		return false, err
+	}
+	return found != m.Neq, nil
+}
+
+// setKeys returns the keys of the elements of a named set, checked to parse as
+// keys of the lookup expression's types.
+func setKeys(tbl tableRef, name string, key nfttext.Expr) ([][]string, error) {
 	set := tbl.t.Sets[name]
 	if set == nil {
 		if tbl.t.Maps[name] != nil {
@@ -159,136 +172,100 @@ func setKeys(tbl tableRef, name string, key expr) ([][]pattern, error) {
 		}
 		return nil, fmt.Errorf("no such set @%s in table %s %s", name, tbl.family, tbl.name)
 	}
-	kinds := key.kinds()
-	var keys [][]pattern
+	ks, err := exprKinds(key)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([][]string, 0, len(set.Elements))
 	for _, el := range set.Elements {
-		k, err := parseKeyStrings(kinds, el.Key)
-		if err != nil {
+		if _, err := parseKey(ks, el.Key); err != nil {
 			return nil, fmt.Errorf("set @%s element %q: %w", name, strings.Join(el.Key, " . "), err)
 		}
-		keys = append(keys, k)
+		keys = append(keys, el.Key)
 	}
 	return keys, nil
 }
 
-func parseKeyStrings(kinds []kind, key []string) ([]pattern, error) {
+// parseKey parses the words of a key as patterns of the lookup's kinds.
+func parseKey(kinds []kind, key []string) ([]pattern, error) {
 	if len(key) != len(kinds) {
 		return nil, fmt.Errorf("key has %d components, lookup has %d", len(key), len(kinds))
 	}
 	ps := make([]pattern, len(kinds))
 	for i, k := range kinds {
 		var err error
-		if ps[i], err = parseLiteral(k, token(key[i])); err != nil {
+		if ps[i], err = parseLiteral(k, key[i]); err != nil {
 			return nil, err
 		}
 	}
 	return ps, nil
 }
 
-// mapEntries returns the entries of an anonymous or named map for a lookup.
-func mapEntries(tbl tableRef, m mapLookup) ([]mapEntry, error) {
-	if m.name == "" {
-		return m.anon, nil
+// mapEntries returns the elements of an anonymous or named map of a lookup, the
+// values of a verdict map (verdict) read as verdicts.
+func mapEntries(tbl tableRef, m *nfttext.MapRef, verdict bool) ([]nfttext.MapElem, error) {
+	ks, err := exprKinds(m.Key)
+	if err != nil {
+		return nil, err
 	}
-	mp := tbl.t.Maps[m.name]
+	if m.Name == "" {
+		for _, e := range m.Elems {
+			if _, err := parseKey(ks, e.Key); err != nil {
+				return nil, fmt.Errorf("map element %q: %w", e.Text, err)
+			}
+		}
+		return m.Elems, nil
+	}
+	mp := tbl.t.Maps[m.Name]
 	if mp == nil {
-		if tbl.t.Sets[m.name] != nil {
-			return nil, fmt.Errorf("@%s is a set, not a map", m.name)
+		if tbl.t.Sets[m.Name] != nil {
+			return nil, fmt.Errorf("@%s is a set, not a map", m.Name)
 		}
-		return nil, fmt.Errorf("no such map @%s in table %s %s", m.name, tbl.family, tbl.name)
+		return nil, fmt.Errorf("no such map @%s in table %s %s", m.Name, tbl.family, tbl.name)
 	}
-	kinds := m.key.kinds()
-	var entries []mapEntry
+	entries := make([]nfttext.MapElem, 0, len(mp.Elements))
 	for _, el := range mp.Elements {
-		text := fmt.Sprintf("@%s element { %s : %s }", m.name, strings.Join(el.Key, " . "), strings.Join(el.Value, " . "))
-		k, err := parseKeyStrings(kinds, el.Key)
-		if err != nil {
-			return nil, fmt.Errorf("map @%s element %q: %w", m.name, text, err)
+		value := strings.Join(el.Value, " . ")
+		e := nfttext.MapElem{Key: el.Key, Text: fmt.Sprintf("@%s element { %s : %s }", m.Name, strings.Join(el.Key, " . "), value)}
+		if _, err := parseKey(ks, el.Key); err != nil {
+			return nil, fmt.Errorf("map @%s element %q: %w", m.Name, e.Text, err)
 		}
-		toks, err := tokenize(strings.Join(el.Value, " . "))
-		if err != nil {
-			return nil, fmt.Errorf("map @%s element %q: %w", m.name, text, err)
+		if verdict {
+			v, err := nfttext.ParseVerdict(value)
+			if err != nil {
+				return nil, fmt.Errorf("map @%s element %q: %w", m.Name, e.Text, err)
+			}
+			e.Verdict = &v
+		} else if e.Data, err = nfttext.ParseData(value); err != nil {
+			return nil, fmt.Errorf("map @%s element %q: %w", m.Name, e.Text, err)
 		}
-		vals := make([]string, len(toks))
-		for i, t := range toks {
-			vals[i] = string(t)
-		}
-		e, err := makeMapEntry(k, vals, m.verdict)
-		if err != nil {
-			return nil, fmt.Errorf("map @%s element %q: %w", m.name, text, err)
-		}
-		e.text = text
 		entries = append(entries, e)
 	}
 	return entries, nil
 }
 
-// lookupMap evaluates the key and returns the matching entry, or nil if none.
-func (r *run) lookupMap(tbl tableRef, m mapLookup) (*mapEntry, error) {
-	entries, err := mapEntries(tbl, m)
+// lookupMap evaluates the key and returns the matching element, or nil if none.
+func (r *run) lookupMap(tbl tableRef, m *nfttext.MapRef, verdict bool) (*nfttext.MapElem, error) {
+	entries, err := mapEntries(tbl, m, verdict)
 	if err != nil {
 		return nil, err
 	}
-	vals, ok, err := r.evalExpr(m.key)
+	vals, ok, err := r.evalExpr(m.Key)
 	if err != nil || !ok {
 		return nil, err
 	}
+	ks, err := exprKinds(m.Key)
+	if err != nil {
+		return nil, err
+	}
 	for i := range entries {
-		if keyMatches(entries[i].key, vals) {
+		ps, err := parseKey(ks, entries[i].Key)
+		if err != nil {
+			return nil, err
+		}
+		if keyMatches(ps, vals) {
 			return &entries[i], nil
 		}
 	}
 	return nil, nil
-}
-
-func checkSetRef(tbl tableRef, name string, key expr) error {
-	_, err := setKeys(tbl, name, key)
-	return err
-}
-
-// validateRuleRefs checks that the sets and maps a rule uses exist and that their
-// elements parse as the rule's lookup types.
-func validateRuleRefs(tbl tableRef, chain string, pr *parsedRule) error {
-	for _, st := range pr.stmts {
-		var err error
-		switch st := st.(type) {
-		case matchStmt:
-			if st.setName != "" {
-				err = checkSetRef(tbl, st.setName, st.lhs)
-			}
-		case updateStmt:
-			err = checkSetRef(tbl, st.set, st.key)
-		case verdictStmt:
-			err = checkChainRef(tbl, st)
-		case vmapStmt:
-			var entries []mapEntry
-			entries, err = mapEntries(tbl, st.lookup)
-			for _, e := range entries {
-				if err == nil {
-					err = checkChainRef(tbl, *e.verdict)
-				}
-			}
-		case natStmt:
-			if st.lookup != nil {
-				var entries []mapEntry
-				entries, err = mapEntries(tbl, *st.lookup)
-				for _, e := range entries {
-					if err == nil {
-						_, err = parseNATTarget(e.data, st.family)
-					}
-				}
-			}
-		}
-		if err != nil {
-			return newRuleError(tbl, chain, pr.text, err)
-		}
-	}
-	return nil
-}
-
-func checkChainRef(tbl tableRef, v verdictStmt) error {
-	if v.chain != "" && tbl.t.Chains[v.chain] == nil {
-		return fmt.Errorf("%s to unknown chain %q", v.verdict, v.chain)
-	}
-	return nil
 }

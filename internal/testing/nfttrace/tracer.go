@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 )
 
 // maxOutcomes bounds the exploration of random choices, so a mistaken ruleset cannot
@@ -121,34 +123,16 @@ func (t *Tracer) parse(tbl tableRef, chain, text string) (*parsedRule, error) {
 	if pr, ok := t.cache[text]; ok {
 		return pr, nil
 	}
-	pr, err := parseRule(text)
+	r, err := nfttext.ParseRule(text)
+	if err == nil {
+		err = checkRule(r)
+	}
 	if err != nil {
 		return nil, newRuleError(tbl, chain, text, err)
 	}
-	if err := checkTerminalLast(pr); err != nil {
-		return nil, newRuleError(tbl, chain, text, err)
-	}
+	pr := &parsedRule{text: text, Rule: r}
 	t.cache[text] = pr
 	return pr, nil
-}
-
-// checkTerminalLast rejects statements after a terminal statement, as nft does
-// ("Statement after terminal statement has no effect").
-func checkTerminalLast(pr *parsedRule) error {
-	terminal := false
-	for _, st := range pr.stmts {
-		if n, ok := st.(noopStmt); ok && n.what == "comment" {
-			continue
-		}
-		if terminal {
-			return fmt.Errorf("statement after terminal statement")
-		}
-		switch st.(type) {
-		case verdictStmt, vmapStmt, natStmt, masqueradeStmt:
-			terminal = true
-		}
-	}
-	return nil
 }
 
 // tableRef is a table together with its family.

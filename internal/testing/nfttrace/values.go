@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 )
 
 // kind is the data type of a selector's value; it decides how literals compared
@@ -24,6 +26,26 @@ const (
 	kindCTStatus             // ct status (a flag set)
 	kindInteger              // numgen
 )
+
+// kinds are the kinds of the selectors' types (nfttext.Selector.Type).
+var kinds = map[string]kind{
+	"ipv4_addr": kindAddr4, "ipv6_addr": kindAddr6, "inet_proto": kindProto, "inet_service": kindPort,
+	"mark": kindMark, "ifname": kindIfname, "nf_proto": kindNfproto, "fib_addrtype": kindFibType,
+	"ct_state": kindCTState, "ct_status": kindCTStatus, "integer": kindInteger,
+}
+
+// exprKinds returns the kind of each selector of e.
+func exprKinds(e nfttext.Expr) ([]kind, error) {
+	ks := make([]kind, len(e))
+	for i, s := range e {
+		k, ok := kinds[s.Type]
+		if !ok {
+			return nil, fmt.Errorf("internal error: unknown type %q of %s", s.Type, s.Name)
+		}
+		ks[i] = k
+	}
+	return ks, nil
+}
 
 func (k kind) String() string {
 	return [...]string{"ipv4_addr", "ipv6_addr", "inet_proto", "inet_service", "mark",
@@ -112,9 +134,8 @@ var ctStatusFlags = map[string]bool{
 
 var fibTypes = map[string]bool{"local": true, "unicast": true, "multicast": true, "broadcast": true}
 
-// parseLiteral parses one literal token as a pattern of kind k.
-func parseLiteral(k kind, t token) (pattern, error) {
-	s := unquote(t)
+// parseLiteral parses one literal word as a pattern of kind k.
+func parseLiteral(k kind, s string) (pattern, error) {
 	p := pattern{kind: k}
 	switch k {
 	case kindAddr4, kindAddr6:
