@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -32,12 +33,17 @@ func (e *DataError) Error() string {
 	return fmt.Sprintf("%s %s: %s: %s", e.Kind, e.Object, e.Field, e.Reason)
 }
 
-func serviceError(svc *v1.Service, field, value, reason string) *DataError {
+// objectError is a problem of obj, a kind object.
+func objectError(kind string, obj metav1.Object, field, value, reason string) *DataError {
 	return &DataError{
-		Kind:   "Service",
-		Object: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name},
+		Kind:   kind,
+		Object: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()},
 		Field:  field,
 		Value:  value,
 		Reason: reason,
 	}
+}
+
+func serviceError(svc *v1.Service, field, value, reason string) *DataError {
+	return objectError("Service", svc, field, value, reason)
 }

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // EndpointSlice is an EndpointSlice as the model reads it: converted once, when it
@@ -291,11 +290,5 @@ func (s *EndpointSlice) DeepCopyObject() runtime.Object {
 }
 
 func sliceError(slice *EndpointSlice, field, value, reason string) *DataError {
-	return &DataError{
-		Kind:   "EndpointSlice",
-		Object: types.NamespacedName{Namespace: slice.Namespace, Name: slice.Name},
-		Field:  field,
-		Value:  value,
-		Reason: reason,
-	}
+	return objectError("EndpointSlice", slice, field, value, reason)
 }
