@@ -50,8 +50,16 @@
 // elements): a full sync is a stream of Ops and a partial sync a slice of them,
 // which internal/nftnetlink encodes and Op.AppendText prints as knftables'
 // transaction text (for the nft binary); internal/nft/nfttext reads that text back
-// into Ops. Set types and element keys and values stay nft text for now; only
-// rules are typed.
+// into Ops.
+//
+// Set and map types are SetType: datatypes (Key [: Data], nft's "type") or
+// selectors (KeyOf [: DataOf], nft's "typeof"). Element keys and map values are
+// Elem (element.go): a concatenation of fields (address, protocol, number,
+// interface name) or a verdict, packed into one string of a tag byte and the
+// field's bytes per field. An Elem is small and comparable (a State keeps ~10^5 of
+// them, and keys them in maps); it prints as today's text ("10.96.0.12 . tcp . 80",
+// "goto CHAIN"), and CompareText orders by that text. A number field does not say
+// whether it is a port, a slot or a mark: the set's type does, in the encoder.
 //
 // Rules are built in bulk (about 10^5 at 10,000 Services), so statements are
 // small values: addresses are netip values, numbers are integers, and a rule is a

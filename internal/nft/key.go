@@ -105,6 +105,9 @@ func Dport(p Proto) (k Key, ok bool) {
 // Numgen is `numgen random mod n`.
 func Numgen(n uint32) Key { return Key{Kind: KeyNumgen, Mod: n} }
 
+// String is the key's text ("ip daddr", "numgen random mod 2").
+func (k Key) String() string { return string(k.appendText(nil)) }
+
 func (k Key) appendText(b []byte) []byte {
 	b = append(b, keyNames[k.Kind]...)
 	if k.Kind == KeyNumgen {

@@ -43,10 +43,9 @@ type Op struct {
 	Comment string
 	// Hook makes AddChain's chain a base chain.
 	Hook *Hook
-	// Type, or TypeOf, is AddSet's key (and, for a map, ": value") type, as nft
-	// writes it: "ipv4_addr . inet_proto . inet_service : verdict", "ip daddr . tcp
-	// dport . numgen random mod 1 : ip daddr . tcp dport".
-	Type, TypeOf string
+	// Type is AddSet's key (and, for a map, data) type; the renderer's containers
+	// hold it.
+	Type *SetType
 	// Timeout, when non-zero, makes AddSet's set dynamic, its elements expiring
 	// after Timeout (nft "flags dynamic,timeout ; timeout Ns").
 	Timeout time.Duration
@@ -60,9 +59,9 @@ type Op struct {
 	AutoMerge  bool
 	// Rule is AddRule's rule.
 	Rule *Rule
-	// Key and Value are AddElement's element, fields of a concatenation joined by
-	// " . "; Value is empty for a set. DeleteElement names its element by Key.
-	Key, Value string
+	// Key and Value are AddElement's element; Value is zero for a set.
+	// DeleteElement names its element by Key.
+	Key, Value Elem
 	// Packets and Bytes are AddCounter's initial values.
 	Packets, Bytes uint64
 }
@@ -146,13 +145,12 @@ func (o *Op) AppendText(b []byte, f Family, table string) []byte {
 			b = append(b, " }"...)
 		}
 	case AddSet:
-		if o.Type != "" {
-			b = append(b, " { type "...)
-			b = append(b, o.Type...)
-		} else {
-			b = append(b, " { typeof "...)
-			b = append(b, o.TypeOf...)
+		b = append(b, " { type"...)
+		if o.Type.IsTypeof() {
+			b = append(b, "of"...)
 		}
+		b = append(b, ' ')
+		b = o.Type.AppendText(b)
 		b = append(b, " ;"...)
 		b = o.appendSetProperties(b)
 		b = appendBodyComment(b, o.Comment)
@@ -162,19 +160,19 @@ func (o *Op) AppendText(b []byte, f Family, table string) []byte {
 		b = o.Rule.AppendText(b)
 	case AddElement:
 		b = append(b, " { "...)
-		b = append(b, o.Key...)
+		b = o.Key.AppendText(b)
 		if o.Comment != "" {
 			b = append(b, " comment "...)
 			b = strconv.AppendQuote(b, o.Comment)
 		}
-		if o.Value != "" {
+		if !o.Value.IsZero() {
 			b = append(b, " : "...)
-			b = append(b, o.Value...)
+			b = o.Value.AppendText(b)
 		}
 		b = append(b, " }"...)
 	case DeleteElement:
 		b = append(b, " { "...)
-		b = append(b, o.Key...)
+		b = o.Key.AppendText(b)
 		b = append(b, " }"...)
 	case AddCounter:
 		if o.Packets != 0 || o.Bytes != 0 {

@@ -42,8 +42,8 @@
 // add/create/delete/flush set and map (type with concatenations, flags constant,
 // dynamic, interval, timeout; timeout (with flags dynamic,timeout), gc-interval,
 // size, policy, auto-merge, comment; "typeof" of concatenations of ip|ip6
-// saddr|daddr, th|tcp|udp|sctp sport|dport, meta l4proto and numgen, with the
-// userdata nft writes for it, see typeof.go); add/create/delete element
+// saddr|daddr, th sport|dport, tcp|udp|sctp dport, meta l4proto and numgen, with
+// the userdata nft writes for it, see typeof.go); add/create/delete element
 // (concatenated keys, comment, verdict or data values); add/create/delete counter
 // (named counters, optionally with `{ packets N bytes M ; }`; adding an existing
 // one keeps its value, as with nft). Not supported (error): typeof of one
@@ -84,8 +84,10 @@
 // daemon writes every sync this way, and Run, RunScript and Check serve knftables
 // callers and the tests. Rules go through encodeRule, and the table, chains, sets,
 // elements and counters through newTable, newChain, newSet, element and
-// newCounter. Set types and element keys and values are still nft words, parsed
-// here (types.go, typeof.go). The rule cache is keyed by the rule's printed text
+// newCounter. Set types (nft.SetType) become key and data types and typeof
+// userdata (types.go keyTypeOf, typeof.go typeofSpec), and elements (nft.Elem)
+// are encoded field by field against the set's type (types.go appendKey): no nft
+// word is parsed on this path. The rule cache is keyed by the rule's printed text
 // (rulecache.go); the failing operation of a refused batch is quoted as its text.
 // TestTextReadsAsTypedRule checks that every rule of every renderer case reads
 // back from its text as the typed rule, TestBuildOpsIsBuildScript and

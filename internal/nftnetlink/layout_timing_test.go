@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,8 +139,8 @@ func mapLayout(f render.Fragment) render.Fragment {
 			for _, s := range r.Stmts {
 				switch s := s.(type) {
 				case nft.DNAT:
-					out.Elements = append(out.Elements, render.Element{Container: m, IsMap: true, Key: strconv.Itoa(i),
-						Value: s.To.Addr().String() + " . " + strconv.Itoa(int(s.To.Port()))})
+					out.Elements = append(out.Elements, render.Element{Container: m, IsMap: true, Key: nft.ElemBuf(nil).Num(uint32(i)).Elem(),
+						Value: nft.ElemBuf(nil).Addr(s.To.Addr()).Num(uint32(s.To.Port())).Elem()})
 				case nft.Match:
 					if s.Keys[0] == nft.L4Proto {
 						proto = s.Value
@@ -149,7 +148,7 @@ func mapLayout(f render.Fragment) render.Fragment {
 				}
 			}
 		}
-		out.Containers = append(out.Containers, render.Container{Name: m, IsMap: true, Type: "integer : ipv4_addr . inet_service"})
+		out.Containers = append(out.Containers, render.Container{Name: m, IsMap: true, Type: &nft.SetType{Key: []nft.DataType{nft.TypeInteger}, Data: []nft.DataType{nft.TypeIPv4Addr, nft.TypeInetService}}})
 		out.Chains = append(out.Chains, render.Chain{Name: c.Name, Rules: []render.Rule{{Stmts: []nft.Stmt{
 			nft.Match{Keys: []nft.Key{nft.L4Proto}, Value: proto},
 			nft.DNATMap{Family: nft.IPv4, Keys: []nft.Key{nft.Numgen(uint32(len(c.Rules)))}, Map: m},
@@ -157,7 +156,7 @@ func mapLayout(f render.Fragment) render.Fragment {
 	}
 	slices.SortFunc(out.Containers, func(a, b render.Container) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(out.Elements, func(a, b render.Element) int {
-		return cmp.Or(strings.Compare(a.Container, b.Container), strings.Compare(a.Key, b.Key), strings.Compare(a.Value, b.Value))
+		return cmp.Or(strings.Compare(a.Container, b.Container), nft.CompareText(a.Key, b.Key), nft.CompareText(a.Value, b.Value))
 	})
 	return out
 }

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kproxy/kproxy/internal/nft"
-	"github.com/kproxy/kproxy/internal/nft/nfttext"
 )
 
 // RunOps applies the typed operations ops yields (a full sync,
@@ -153,8 +152,7 @@ func (t *translator) op(op *nft.Op) error {
 		if err != nil {
 			return err
 		}
-		t.kparts = appendFields(t.kparts[:0], op.Key)
-		return t.element("delete", op.Name, info, t.kparts, "", elemValue{})
+		return t.element("delete", op.Name, info, op.Key, "", nft.Elem{})
 	case nft.AddCounter:
 		t.newCounter(verb, op.Name, op.Packets, op.Bytes)
 		return nil
@@ -180,11 +178,13 @@ func opSetSpec(op *nft.Op) (*setSpec, error) {
 		}
 	}
 	var err error
-	switch {
-	case op.Type != "":
-		err = sp.info.parseType(strings.Fields(op.Type), op.IsMap)
-	case op.TypeOf != "":
-		sp.info.key, sp.info.data, sp.typeofUdata, err = parseTypeof(strings.Fields(op.TypeOf), op.IsMap)
+	switch t := op.Type; {
+	case t == nil:
+		err = fmt.Errorf("set without type")
+	case t.IsTypeof():
+		sp.info.key, sp.info.data, sp.typeofUdata, err = typeofSpec(t.KeyOf, t.DataOf, op.IsMap)
+	default:
+		err = sp.info.setType(t, op.IsMap)
 	}
 	if err != nil {
 		return nil, err
@@ -197,49 +197,13 @@ func opSetSpec(op *nft.Op) (*setSpec, error) {
 	return sp, nil
 }
 
-// opElement translates AddElement (verb "add" or "create"): key and value are
-// split into their fields, or the value read as a verdict.
+// opElement translates AddElement (verb "add" or "create").
 func (t *translator) opElement(verb string, op *nft.Op) error {
 	info, err := t.set(op.Name)
 	if err != nil {
 		return err
 	}
-	t.kparts = appendFields(t.kparts[:0], op.Key)
-	var value elemValue
-	if op.Value != "" {
-		if info.data == nil {
-			return fmt.Errorf("value for an element of set %q", op.Name)
-		}
-		if info.data.isVerdict() {
-			v, err := nfttext.ParseVerdict(op.Value)
-			if err != nil {
-				return err
-			}
-			tv, err := v.Lower()
-			if err != nil {
-				return err
-			}
-			if value.verdict, err = verdictExpr(tv); err != nil {
-				return err
-			}
-		} else {
-			t.dparts = appendFields(t.dparts[:0], op.Value)
-			value.parts = t.dparts
-		}
-	}
-	return t.element(verb, op.Name, info, t.kparts, op.Comment, value)
-}
-
-// appendFields appends the fields of "a . b . c" to dst.
-func appendFields(dst []string, s string) []string {
-	for {
-		f, rest, ok := strings.Cut(s, " . ")
-		dst = append(dst, f)
-		if !ok {
-			return dst
-		}
-		s = rest
-	}
+	return t.element(verb, op.Name, info, op.Key, op.Comment, op.Value)
 }
 
 // opRule translates AddRule, through the rule cache (rulecache.go): the rule's

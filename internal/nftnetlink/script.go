@@ -51,8 +51,8 @@ type translator struct {
 	// reused rule after rule.
 	ruleText []byte
 	// Scratch buffers of element, reused element after element.
-	kparts, dparts []string
-	key, data      []byte
+	fields    []nft.Field
+	key, data []byte
 }
 
 type pendingElems struct {

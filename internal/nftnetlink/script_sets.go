@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // The set and map encoders of the translator (add, create, flush and delete of sets,
@@ -23,22 +24,20 @@ type setSpec struct {
 	automerge           bool
 }
 
-// parseType reads the words of "type K [: V]" (after "type") into info.
-func (info *setInfo) parseType(typ []string, isMap bool) error {
+// setType reads the datatypes of t into info.
+func (info *setInfo) setType(t *nft.SetType, isMap bool) error {
+	if isMap != (len(t.Data) > 0) {
+		return fmt.Errorf("type with data for a set, or without for a map")
+	}
 	if isMap {
-		i := indexOf(typ, ":")
-		if i < 0 {
-			return fmt.Errorf("map type without \":\"")
-		}
-		d, err := parseKeyType(typ[i+1:])
+		d, err := keyTypeOf(t.Data)
 		if err != nil {
 			return err
 		}
 		info.data = &d
-		typ = typ[:i]
 	}
 	var err error
-	info.key, err = parseKeyType(typ)
+	info.key, err = keyTypeOf(t.Key)
 	return err
 }
 
@@ -130,15 +129,6 @@ func (t *translator) newSet(verb, name string, isMap bool, sp *setSpec) error {
 	return nil
 }
 
-func indexOf(ws []string, w string) int {
-	for i, x := range ws {
-		if x == w {
-			return i
-		}
-	}
-	return -1
-}
-
 // set returns what is known of a set, from this transaction or the kernel.
 func (t *translator) set(name string) (*setInfo, error) {
 	if s, ok := t.sets[name]; ok {
@@ -169,30 +159,25 @@ func (t *translator) flushElems() {
 // attribute's length is 16 bits.
 const maxElemsBytes = 60000
 
-// elemValue is the value of a map element: a verdict, or the fields of data.
-type elemValue struct {
-	verdict *expr.Verdict
-	parts   []string
-}
-
-func (v elemValue) none() bool { return v.verdict == nil && v.parts == nil }
-
 // element adds (verb "add" or "create") or deletes an element of the set name
-// (described by info), key given as its fields. Consecutive element commands on
-// one set share a message.
-func (t *translator) element(verb, name string, info *setInfo, kparts []string, comment string, value elemValue) error {
+// (described by info): key, and for a map value, a verdict or data. Consecutive
+// element commands on one set share a message.
+func (t *translator) element(verb, name string, info *setInfo, key nft.Elem, comment string, value nft.Elem) error {
 	var data []byte
-	if !value.none() && info.data == nil {
+	verdict, isVerdict := value.Verdict()
+	switch {
+	case !value.IsZero() && info.data == nil:
 		return fmt.Errorf("value for an element of set %q", name)
-	}
-	if value.parts != nil {
+	case value.IsZero() && info.data != nil && verb != "delete":
+		return fmt.Errorf("map element without value")
+	case isVerdict != (info.data != nil && info.data.isVerdict()) && !value.IsZero():
+		return fmt.Errorf("value %q of an element of map %q", value.String(), name)
+	case !value.IsZero() && !isVerdict:
 		var err error
-		if data, err = appendKey(t.data[:0], *info.data, value.parts); err != nil {
+		if data, err = appendKey(t.data[:0], *info.data, value, &t.fields); err != nil {
 			return err
 		}
 		t.data = data
-	} else if info.data != nil && value.none() && verb != "delete" {
-		return fmt.Errorf("map element without value")
 	}
 	if info.flags&unix.NFT_SET_INTERVAL != 0 {
 		// nft merges interval elements with the set's current content (and adds
@@ -200,7 +185,7 @@ func (t *translator) element(verb, name string, info *setInfo, kparts []string, 
 		// set's elements, which the renderer never needs.
 		return fmt.Errorf("elements of interval sets are not supported")
 	}
-	k, err := appendKey(t.key[:0], info.key, kparts)
+	k, err := appendKey(t.key[:0], info.key, key, &t.fields)
 	if err != nil {
 		return err
 	}
@@ -222,8 +207,12 @@ func (t *translator) element(verb, name string, info *setInfo, kparts []string, 
 	n := b.beginNest(unix.NFTA_LIST_ELEM)
 	t.elemKey(k)
 	if verb != "delete" {
-		if value.verdict != nil {
-			t.elemVerdict(value.verdict)
+		if isVerdict {
+			v, err := verdictExpr(verdict)
+			if err != nil {
+				return err
+			}
+			t.elemVerdict(v)
 		} else if data != nil {
 			dn := b.beginNest(unix.NFTA_SET_ELEM_DATA)
 			b.attr(unix.NFTA_DATA_VALUE, data)

@@ -2,8 +2,8 @@ package nftnetlink
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // A set or map declared with "typeof" gets its key (and data) types from
@@ -49,26 +49,20 @@ type typeofExpr struct {
 	udata udata
 }
 
-// parseTypeof parses the expressions of "typeof A . B [: C . D]" (words after
-// "typeof"). Only concatenations are supported: nft records single expressions
+// typeofSpec is the key (and map data) type and the userdata of "typeof keyOf [:
+// dataOf]". Only concatenations are supported: nft records single expressions
 // with a byte order this package does not model.
-func parseTypeof(words []string, isMap bool) (key keyType, data *keyType, ud udata, err error) {
-	keyWords := words
-	var dataWords []string
-	if isMap {
-		i := indexOf(words, ":")
-		if i < 0 {
-			return key, nil, nil, fmt.Errorf("map typeof without \":\"")
-		}
-		keyWords, dataWords = words[:i], words[i+1:]
+func typeofSpec(keyOf, dataOf []nft.Key, isMap bool) (key keyType, data *keyType, ud udata, err error) {
+	if isMap != (len(dataOf) > 0) {
+		return key, nil, nil, fmt.Errorf("typeof with data for a set, or without for a map")
 	}
-	keyExprs, err := typeofConcat(keyWords)
+	keyExprs, err := typeofConcat(keyOf)
 	if err != nil {
 		return key, nil, nil, err
 	}
 	var dataExprs []typeofExpr
 	if isMap {
-		if dataExprs, err = typeofConcat(dataWords); err != nil {
+		if dataExprs, err = typeofConcat(dataOf); err != nil {
 			return key, nil, nil, err
 		}
 	}
@@ -92,76 +86,57 @@ func parseTypeof(words []string, isMap bool) (key keyType, data *keyType, ud uda
 	return key, data, ud, nil
 }
 
-// typeofConcat parses "A . B . …" (at least two expressions).
-func typeofConcat(words []string) ([]typeofExpr, error) {
-	var out []typeofExpr
-	start := 0
-	for i := 0; i <= len(words); i++ {
-		if i < len(words) && words[i] != "." {
-			continue
-		}
-		e, err := typeofOne(words[start:i])
+// typeofConcat is the expressions of a concatenation of keys (at least two).
+func typeofConcat(keys []nft.Key) ([]typeofExpr, error) {
+	if len(keys) < 2 {
+		return nil, fmt.Errorf("typeof of a single expression is not supported (only concatenations)")
+	}
+	out := make([]typeofExpr, len(keys))
+	for i, k := range keys {
+		e, err := typeofOne(k)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, e)
-		start = i + 1
-	}
-	if len(out) < 2 {
-		return nil, fmt.Errorf("typeof of a single expression is not supported (only concatenations)")
+		out[i] = e
 	}
 	return out, nil
 }
 
-// typeofOne parses one expression: ip|ip6 saddr|daddr, th|tcp|udp|sctp
-// sport|dport, meta l4proto, numgen random mod N [offset O].
-func typeofOne(w []string) (typeofExpr, error) {
+// typeofOne is one expression: ip|ip6 saddr|daddr, th sport|dport, tcp|udp|sctp
+// dport, meta l4proto, numgen random mod N [offset O].
+func typeofOne(k nft.Key) (typeofExpr, error) {
 	payload := func(t dataType, desc, field uint32) typeofExpr {
 		return typeofExpr{typ: t, udata: udata(nil).u32(0, exprTypePayload).nested(1, udata(nil).u32(0, desc).u32(1, field))}
 	}
-	switch s := strings.Join(w, " "); s {
-	case "ip saddr":
+	switch k.Kind {
+	case nft.KeyIPSaddr:
 		return payload(dataTypes["ipv4_addr"], protoDescIP, 11), nil
-	case "ip daddr":
+	case nft.KeyIPDaddr:
 		return payload(dataTypes["ipv4_addr"], protoDescIP, 12), nil
-	case "ip6 saddr":
+	case nft.KeyIP6Saddr:
 		return payload(dataTypes["ipv6_addr"], protoDescIP6, 8), nil
-	case "ip6 daddr":
+	case nft.KeyIP6Daddr:
 		return payload(dataTypes["ipv6_addr"], protoDescIP6, 9), nil
-	case "th sport":
+	case nft.KeyTHSport:
 		return payload(dataTypes["inet_service"], protoDescTH, 1), nil
-	case "th dport":
+	case nft.KeyTHDport:
 		return payload(dataTypes["inet_service"], protoDescTH, 2), nil
-	case "tcp sport":
-		return payload(dataTypes["inet_service"], protoDescTCP, 1), nil
-	case "tcp dport":
+	case nft.KeyTCPDport:
 		return payload(dataTypes["inet_service"], protoDescTCP, 2), nil
-	case "udp sport":
-		return payload(dataTypes["inet_service"], protoDescUDP, 1), nil
-	case "udp dport":
+	case nft.KeyUDPDport:
 		return payload(dataTypes["inet_service"], protoDescUDP, 2), nil
-	case "sctp sport":
-		return payload(dataTypes["inet_service"], protoDescSCTP, 1), nil
-	case "sctp dport":
+	case nft.KeySCTPDport:
 		return payload(dataTypes["inet_service"], protoDescSCTP, 2), nil
-	case "meta l4proto":
+	case nft.KeyL4Proto:
 		return typeofExpr{typ: dataTypes["inet_proto"], udata: udata(nil).u32(0, exprTypeMeta).nested(1, udata(nil).u32(0, metaKeyL4proto))}, nil
-	}
-	if len(w) >= 4 && w[0] == "numgen" && w[1] == "random" && w[2] == "mod" && (len(w) == 4 || len(w) == 6 && w[4] == "offset") {
-		mod, err := strconv.ParseUint(w[3], 10, 32)
-		if err != nil || mod == 0 {
-			return typeofExpr{}, fmt.Errorf("bad numgen modulus %q", w[3])
-		}
-		var offset uint64
-		if len(w) == 6 {
-			if offset, err = strconv.ParseUint(w[5], 10, 32); err != nil {
-				return typeofExpr{}, fmt.Errorf("bad numgen offset %q", w[5])
-			}
+	case nft.KeyNumgen:
+		if k.Mod == 0 {
+			return typeofExpr{}, fmt.Errorf("bad numgen modulus 0")
 		}
 		return typeofExpr{typ: dataTypes["integer"], udata: udata(nil).u32(0, exprTypeNumgen).nested(1,
-			udata(nil).u32(0, numgenRandom).u32(1, uint32(mod)).u32(2, uint32(offset)))}, nil
+			udata(nil).u32(0, numgenRandom).u32(1, k.Mod).u32(2, k.Offset))}, nil
 	}
-	return typeofExpr{}, fmt.Errorf("unsupported typeof expression %q", strings.Join(w, " "))
+	return typeofExpr{}, fmt.Errorf("unsupported typeof expression %q", k.String())
 }
 
 // concatUdata is the userdata of a concatenation: its type, then each expression

@@ -3,9 +3,8 @@ package nftnetlink
 import (
 	"encoding/binary"
 	"fmt"
-	"net/netip"
-	"strconv"
-	"strings"
+
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // byteOrder values as nft stores them in set userdata (NFTNL_UDATA_SET_KEYBYTEORDER).
@@ -91,24 +90,18 @@ func (k keyType) isVerdict() bool { return len(k.fields) == 1 && k.fields[0].nam
 
 func padded(n int) int { return (n + 3) &^ 3 }
 
-// parseKeyType parses "ipv4_addr . inet_proto . inet_service".
-func parseKeyType(words []string) (keyType, error) {
-	var k keyType
-	for i, w := range words {
-		if i%2 == 1 {
-			if w != "." {
-				return k, fmt.Errorf("expected \".\" between types, found %q", w)
-			}
-			continue
-		}
-		t, ok := dataTypes[w]
-		if !ok {
-			return k, fmt.Errorf("unsupported datatype %q", w)
-		}
-		k.fields = append(k.fields, t)
+// keyTypeOf is the key type of the datatypes ts (a set's key or a map's data).
+func keyTypeOf(ts []nft.DataType) (keyType, error) {
+	if len(ts) == 0 {
+		return keyType{}, fmt.Errorf("empty type")
 	}
-	if len(k.fields) == 0 || len(words)%2 == 0 {
-		return k, fmt.Errorf("bad type %q", strings.Join(words, " "))
+	k := keyType{fields: make([]dataType, len(ts))}
+	for i, d := range ts {
+		t, ok := dataTypes[d.String()]
+		if !ok {
+			return k, fmt.Errorf("unsupported datatype %d", d)
+		}
+		k.fields[i] = t
 	}
 	return k, nil
 }
@@ -133,58 +126,42 @@ func keyTypeFromID(id uint32, size int) (keyType, error) {
 	return k, nil
 }
 
-var protocols = map[string]byte{"icmp": 1, "igmp": 2, "tcp": 6, "udp": 17, "icmpv6": 58, "sctp": 132, "udplite": 136}
+var protocols = map[string]byte{"tcp": 6, "udp": 17, "sctp": 132}
 
-// encodeValue appends the register bytes of one value of type t.
-func encodeValue(dst []byte, t dataType, s string) ([]byte, error) {
-	switch t.name {
-	case "ipv4_addr", "ipv6_addr":
-		a, err := netip.ParseAddr(s)
-		if err != nil || (t.name == "ipv4_addr") != a.Is4() {
-			return nil, fmt.Errorf("bad %s %q", t.name, s)
+// encodeField appends the register bytes of field f as a value of type t.
+func encodeField(dst []byte, t dataType, f nft.Field) ([]byte, error) {
+	switch {
+	case t.name == "ipv4_addr" && f.Kind == nft.FieldIPv4, t.name == "ipv6_addr" && f.Kind == nft.FieldIPv6:
+		return append(dst, f.Raw...), nil
+	case t.name == "inet_proto" && (f.Kind == nft.FieldProto || f.Kind == nft.FieldNum16 && f.Num() <= 0xff):
+		return append(dst, byte(f.Num())), nil
+	case t.name == "inet_service" && f.Kind == nft.FieldNum16:
+		return append(dst, f.Raw...), nil
+	case (t.name == "integer" || t.name == "mark") && (f.Kind == nft.FieldNum16 || f.Kind == nft.FieldNum32):
+		return binary.NativeEndian.AppendUint32(dst, f.Num()), nil
+	case t.name == "ifname" && f.Kind == nft.FieldIfname:
+		if len(f.Raw) >= 16 {
+			return nil, fmt.Errorf("interface name %q too long", f.Raw)
 		}
-		return append(dst, a.AsSlice()...), nil
-	case "inet_proto":
-		if p, ok := protocols[s]; ok {
-			return append(dst, p), nil
-		}
-		n, err := strconv.ParseUint(s, 10, 8)
-		if err != nil {
-			return nil, fmt.Errorf("bad protocol %q", s)
-		}
-		return append(dst, byte(n)), nil
-	case "inet_service":
-		n, err := strconv.ParseUint(s, 10, 16)
-		if err != nil {
-			return nil, fmt.Errorf("bad port %q", s)
-		}
-		return binary.BigEndian.AppendUint16(dst, uint16(n)), nil
-	case "integer", "mark":
-		n, err := strconv.ParseUint(s, 0, 32)
-		if err != nil {
-			return nil, fmt.Errorf("bad %s %q", t.name, s)
-		}
-		return binary.NativeEndian.AppendUint32(dst, uint32(n)), nil
-	case "ifname":
-		if len(s) >= 16 {
-			return nil, fmt.Errorf("interface name %q too long", s)
-		}
-		b := make([]byte, 16)
-		copy(b, s)
-		return append(dst, b...), nil
+		var b [16]byte
+		copy(b[:], f.Raw)
+		return append(dst, b[:]...), nil
 	}
-	return nil, fmt.Errorf("values of type %s are not supported", t.name)
+	return nil, fmt.Errorf("bad %s %q", t.name, f.String())
 }
 
-// appendKey appends the encoding of parts as a value of k to out.
-func appendKey(out []byte, k keyType, parts []string) ([]byte, error) {
-	if len(parts) != len(k.fields) {
-		return nil, fmt.Errorf("value %q has %d fields, type has %d", strings.Join(parts, " . "), len(parts), len(k.fields))
+// appendKey appends the encoding of e (its fields read into scratch) as a value
+// of k to out.
+func appendKey(out []byte, k keyType, e nft.Elem, scratch *[]nft.Field) ([]byte, error) {
+	fields := e.AppendFields((*scratch)[:0])
+	*scratch = fields
+	if len(fields) != len(k.fields) {
+		return nil, fmt.Errorf("value %q has %d fields, type has %d", e.String(), len(fields), len(k.fields))
 	}
 	for i, f := range k.fields {
 		var err error
 		start := len(out)
-		if out, err = encodeValue(out, f, parts[i]); err != nil {
+		if out, err = encodeField(out, f, fields[i]); err != nil {
 			return nil, err
 		}
 		if k.concat() {

@@ -26,8 +26,8 @@ type CommandParser struct {
 
 // Parse reads one command line: add, create, delete and flush of the table,
 // chains, sets, maps and counters; add of rules (lowered, see Lower); add, create
-// and delete of elements (keys and values stay words joined by " . ", as nft.Op
-// holds them).
+// and delete of elements (keys and values read into nft.Elem, set types into
+// nft.SetType: see element.go).
 func (p *CommandParser) Parse(line string) (Command, error) {
 	toks, err := AppendTokens(p.toks[:0], line)
 	if err != nil {
@@ -244,10 +244,12 @@ func setCmd(c *cursor, op *nft.Op) error {
 	}
 	for _, p := range props {
 		switch w := joinTokens(p); {
-		case strings.HasPrefix(w, "type "):
-			op.Type = w[len("type "):]
-		case strings.HasPrefix(w, "typeof "):
-			op.TypeOf = w[len("typeof "):]
+		case p[0].Text == "type" || p[0].Text == "typeof":
+			t, err := parseSetType(p[1:], p[0].Text == "typeof")
+			if err != nil {
+				return err
+			}
+			op.Type = t
 		case strings.HasPrefix(w, "flags "):
 			for _, t := range p[1:] {
 				if t.Text == "," {
@@ -333,7 +335,11 @@ func elementCmd(c *cursor, verb string, op *nft.Op) error {
 		}
 		c.pos++
 	}
-	op.Key = joinTokens(c.toks[start:c.pos])
+	key, err := parseElem(c.toks[start:c.pos])
+	if err != nil {
+		return err
+	}
+	op.Key = key
 	if _, ok := c.accept("comment"); ok {
 		s, err := c.word("comment")
 		if err != nil {
@@ -346,18 +352,20 @@ func elementCmd(c *cursor, verb string, op *nft.Op) error {
 		for !c.done() && c.peek() != "}" {
 			c.pos++
 		}
-		op.Value = joinTokens(c.toks[start:c.pos])
-		if op.Value == "" {
+		if start == c.pos {
 			return c.errorf("expected a value")
+		}
+		if op.Value, err = parseElemValue(c.toks[start:c.pos]); err != nil {
+			return err
 		}
 	}
 	if _, err := c.expect("}"); err != nil {
 		return err
 	}
-	if op.Key == "" {
+	if op.Key.IsZero() {
 		return fmt.Errorf("element without key")
 	}
-	if op.Kind == nft.DeleteElement && (op.Value != "" || op.Comment != "") {
+	if op.Kind == nft.DeleteElement && (!op.Value.IsZero() || op.Comment != "") {
 		return fmt.Errorf("delete element with a value or comment")
 	}
 	return endOf(c)

@@ -14,6 +14,10 @@ import (
 // it (nft.Op.AppendText), reads back as the same operation.
 func TestCommandReadsPrintedOp(t *testing.T) {
 	rule := &nft.Rule{Stmts: []nft.Stmt{nft.Match{Keys: []nft.Key{nft.Daddr(nft.IPv6)}, Value: nft.Addr(netip.IPv6Loopback())}, nft.Verdict{Kind: nft.Drop}}, Comment: "c"}
+	a := netip.MustParseAddr("fd00::1")
+	key := nft.ElemBuf(nil).Addr(a).Proto(nft.TCP).Num(80).Elem()
+	v6 := &nft.SetType{Key: []nft.DataType{nft.TypeIPv6Addr}}
+	tcpDport := nft.Key{Kind: nft.KeyTCPDport}
 	for _, op := range []nft.Op{
 		{Kind: nft.AddTable, Comment: "rules for kube-proxy"},
 		{Kind: nft.AddTable, Create: true},
@@ -24,17 +28,19 @@ func TestCommandReadsPrintedOp(t *testing.T) {
 		{Kind: nft.AddChain, Name: "in", Hook: &nft.Hook{Type: "filter", Hook: "input", Priority: "0", Policy: "accept"}, Comment: "x"},
 		{Kind: nft.FlushChain, Name: "x"},
 		{Kind: nft.DeleteChain, Name: "x"},
-		{Kind: nft.AddSet, Name: "cluster-ips", Type: "ipv6_addr", Comment: "Active ClusterIPs"},
-		{Kind: nft.AddSet, Name: "affinity-x", Type: "ipv6_addr", Timeout: 3 * time.Hour},
-		{Kind: nft.AddSet, Name: "s", Type: "inet_service", Flags: nft.SetInterval | nft.SetConstant, GCInterval: time.Minute, Size: 100, Policy: "memory", AutoMerge: true},
-		{Kind: nft.AddSet, Name: "m", IsMap: true, TypeOf: "ip6 daddr . tcp dport . numgen random mod 1 : ip6 daddr . tcp dport"},
-		{Kind: nft.AddSet, Name: "m", IsMap: true, Type: "ipv6_addr . inet_proto . inet_service : verdict"},
+		{Kind: nft.AddSet, Name: "cluster-ips", Type: v6, Comment: "Active ClusterIPs"},
+		{Kind: nft.AddSet, Name: "affinity-x", Type: v6, Timeout: 3 * time.Hour},
+		{Kind: nft.AddSet, Name: "s", Type: &nft.SetType{Key: []nft.DataType{nft.TypeInetService}}, Flags: nft.SetInterval | nft.SetConstant, GCInterval: time.Minute, Size: 100, Policy: "memory", AutoMerge: true},
+		{Kind: nft.AddSet, Name: "m", IsMap: true, Type: &nft.SetType{KeyOf: []nft.Key{nft.Daddr(nft.IPv6), tcpDport, nft.Numgen(1)}, DataOf: []nft.Key{nft.Daddr(nft.IPv6), tcpDport}}},
+		{Kind: nft.AddSet, Name: "m", IsMap: true, Type: &nft.SetType{Key: []nft.DataType{nft.TypeIPv6Addr, nft.TypeInetProto, nft.TypeInetService}, Data: []nft.DataType{nft.TypeVerdict}}},
 		{Kind: nft.FlushSet, Name: "s"},
 		{Kind: nft.DeleteSet, Name: "m", IsMap: true},
 		{Kind: nft.AddRule, Name: "c", Rule: rule},
-		{Kind: nft.AddElement, Name: "s", Key: "fd00::1"},
-		{Kind: nft.AddElement, Name: "m", Key: "fd00::1 . tcp . 80", Value: "goto x", Comment: "ns/svc:p", Create: true},
-		{Kind: nft.DeleteElement, Name: "m", Key: "fd00::1 . tcp . 80"},
+		{Kind: nft.AddElement, Name: "s", Key: nft.ElemBuf(nil).Addr(a).Elem()},
+		{Kind: nft.AddElement, Name: "m", Key: key, Value: nft.VerdictElem(nft.Verdict{Kind: nft.Goto, Chain: "x"}), Comment: "ns/svc:p", Create: true},
+		{Kind: nft.AddElement, Name: "m", Key: nft.ElemBuf(nil).Addr(a).Num(80).Num(70000).Elem(), Value: nft.ElemBuf(nil).Addr(a).Num(8080).Elem()},
+		{Kind: nft.AddElement, Name: "i", Key: nft.ElemBuf(nil).Ifname("eth0").Proto(nft.UDP).Elem()},
+		{Kind: nft.DeleteElement, Name: "m", Key: key},
 		{Kind: nft.AddCounter, Name: "n"},
 		{Kind: nft.AddCounter, Name: "n", Packets: 5, Bytes: 300},
 		{Kind: nft.DeleteCounter, Name: "n"},

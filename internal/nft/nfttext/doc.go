@@ -44,8 +44,12 @@
 // CommandParser reads one command of a knftables transaction (its String(): one
 // per line, as knftables writes them) into internal/nft's typed operation: add,
 // create, delete and flush of the table, chains, sets, maps and counters, add
-// rule (lowered) and add, create and delete of elements. Set types and element
-// keys and values stay words, as nft.Op holds them.
+// rule (lowered) and add, create and delete of elements. Set types read into
+// nft.SetType ("type" datatypes, or "typeof" selectors lowered to nft.Key), and
+// element keys and values into nft.Elem (element.go): each field of a
+// concatenation is an address, a number, a protocol name or an interface name
+// (a quoted word, or any other word), a map value that starts with a verdict
+// keyword a verdict. ParseElem reads one key or value the same way.
 //
 // Anything else is an error naming the word it stopped at: a reader fails loudly
 // on syntax it does not know, never reads something else.

@@ -13,7 +13,7 @@ const TableComment = "rules for kube-proxy"
 // the dispatch chains, and the shared sets and maps that service fragments fill.
 // cfg must be valid (see Config.Validate).
 func RenderBase(cfg *Config) Fragment {
-	addr := cfg.addrType()
+	types := cfg.setTypes()
 	var f Fragment
 
 	hooked := func(name string, t knftables.BaseChainType, h knftables.BaseChainHook, p knftables.BaseChainPriority, rules ...Rule) {
@@ -120,30 +120,30 @@ func RenderBase(cfg *Config) Fragment {
 	}
 	regular(chainServices, services...)
 
-	set := func(name, typ, comment string) {
+	set := func(name string, typ *nft.SetType, comment string) {
 		f.Containers = append(f.Containers, Container{Name: name, Type: typ, Comment: comment})
 	}
-	vmap := func(name, typ, comment string) {
+	vmap := func(name string, typ *nft.SetType, comment string) {
 		f.Containers = append(f.Containers, Container{Name: name, IsMap: true, Type: typ, Comment: comment})
 	}
-	set(setClusterIPs, addr, "Active ClusterIPs")
-	set(setHairpinConnections, addr+" . "+addr+" . inet_proto . inet_service", "service hairpin connections")
+	set(setClusterIPs, types.addr, "Active ClusterIPs")
+	set(setHairpinConnections, types.hairpin, "service hairpin connections")
 	if !cfg.NodePortAddresses.All {
-		set(setNodePortIPs, addr, "IPs that accept NodePort traffic")
+		set(setNodePortIPs, types.addr, "IPs that accept NodePort traffic")
 		for _, ip := range cfg.NodePortAddresses.IPs {
 			if ip.IsLoopback() || !cfg.hasFamily(ip) {
 				continue
 			}
-			f.Elements = append(f.Elements, Element{Container: setNodePortIPs, Key: ip.String()})
+			f.Elements = append(f.Elements, Element{Container: setNodePortIPs, Key: nft.ElemBuf(nil).Addr(ip).Elem()})
 		}
 	}
-	vmap(mapFirewallIPs, addr+" . inet_proto . inet_service : verdict", "destinations that are subject to LoadBalancerSourceRanges")
-	vmap(mapNoEndpointNodePorts, "inet_proto . inet_service : verdict", "vmap to drop or reject packets to service nodeports with no endpoints")
-	vmap(mapNoEndpointServices, addr+" . inet_proto . inet_service : verdict", "vmap to drop or reject packets to services with no endpoints")
-	vmap(mapServiceIPs, addr+" . inet_proto . inet_service : verdict", "ClusterIP, ExternalIP and LoadBalancer IP traffic")
-	vmap(mapServiceNodePorts, "inet_proto . inet_service : verdict", "NodePort traffic")
+	vmap(mapFirewallIPs, types.addrVerdict, "destinations that are subject to LoadBalancerSourceRanges")
+	vmap(mapNoEndpointNodePorts, types.portVerdict, "vmap to drop or reject packets to service nodeports with no endpoints")
+	vmap(mapNoEndpointServices, types.addrVerdict, "vmap to drop or reject packets to services with no endpoints")
+	vmap(mapServiceIPs, types.addrVerdict, "ClusterIP, ExternalIP and LoadBalancer IP traffic")
+	vmap(mapServiceNodePorts, types.portVerdict, "NodePort traffic")
 	if len(rejected) > 0 {
-		vmap(mapLocalhostNodePortReject, "inet_proto . inet_service : verdict", "localhost NodePorts rejected by kube-proxy")
+		vmap(mapLocalhostNodePortReject, types.portVerdict, "localhost NodePorts rejected by kube-proxy")
 	}
 
 	sortFragment(&f)

@@ -18,12 +18,12 @@ func TestClaimIndexCollisions(t *testing.T) {
 			c := newClaimIndex(0)
 			c.hashOf = tc.hash
 			a := &Fragment{Elements: []Element{
-				{Container: "service-ips", IsMap: true, Key: "10.0.0.1 . tcp . 80", Value: "goto a"},
-				{Container: "cluster-ips", Key: "10.0.0.1"},
+				{Container: "service-ips", IsMap: true, Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto a")},
+				{Container: "cluster-ips", Key: elem("10.0.0.1")},
 			}}
 			b := &Fragment{Elements: []Element{
-				{Container: "service-ips", IsMap: true, Key: "10.0.0.1 . tcp . 80", Value: "goto b"},
-				{Container: "service-ips", IsMap: true, Key: "10.0.0.2 . tcp . 80", Value: "goto b2"},
+				{Container: "service-ips", IsMap: true, Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto b")},
+				{Container: "service-ips", IsMap: true, Key: elem("10.0.0.2 . tcp . 80"), Value: elem("goto b2")},
 			}}
 			for _, f := range []*Fragment{a, b} {
 				for i := range f.Elements {
@@ -51,7 +51,7 @@ func TestClaimIndexCollisions(t *testing.T) {
 
 			// a lets go of the shared element: b's value is next; the others stay.
 			c.set(shared, []claimRef{{b, 0}})
-			if got := c.get(shared); len(got) != 1 || got[0].claim().value != "goto b" {
+			if got := c.get(shared); len(got) != 1 || got[0].claim().value != elem("goto b") {
 				t.Errorf("after set, claims on %v = %v, want b's", shared, got)
 			}
 			if got := c.get(b.Elements[1].id()); len(got) != 1 || got[0] != (claimRef{b, 1}) {

@@ -131,15 +131,6 @@ func (c *Config) hasFamily(a netip.Addr) bool {
 	return a.Is4()
 }
 
-// ipX is the nft payload protocol keyword of the family ("ip" or "ip6"), as in the
-// typeof of maps.
-func (c *Config) ipX() string {
-	if c.Family == knftables.IPv6Family {
-		return "ip6"
-	}
-	return "ip"
-}
-
 // nftFamily is the family of the typed rules.
 func (c *Config) nftFamily() nft.Family {
 	if c.Family == knftables.IPv6Family {
@@ -148,13 +139,8 @@ func (c *Config) nftFamily() nft.Family {
 	return nft.IPv4
 }
 
-// addrType is the nft data type of an address of the family.
-func (c *Config) addrType() string {
-	if c.Family == knftables.IPv6Family {
-		return "ipv6_addr"
-	}
-	return "ipv4_addr"
-}
+// setTypes are the types of the family's sets and maps.
+func (c *Config) setTypes() *familySetTypes { return setTypes[c.nftFamily()] }
 
 func (c *Config) masqueradeMark() uint32 { return uint32(1) << uint(c.MasqueradeBit) }
 

@@ -32,7 +32,10 @@
 //
 // A Fragment is a plain, sorted, immutable description (chains with typed rules,
 // sets and maps, elements of named sets and maps). Rules are internal/nft values
-// (Rule is nft.Rule): the renderer builds statements, never text, and turns
+// (Rule is nft.Rule), and so are set types (nft.SetType, one shared value per
+// type, settypes.go) and element keys and values (nft.Elem, packed: the applied
+// State holds ~120,000 elements at 10,000 Services): the renderer builds
+// statements and elements, never text, and turns
 // fragments into operations in one place (ops.go); AddOps and FullScript print
 // them with internal/nft's printer, so the text is written in one place and a
 // netlink writer encodes the same values directly.

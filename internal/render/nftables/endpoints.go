@@ -3,7 +3,7 @@ package nftables
 import (
 	"crypto/sha256"
 	"fmt"
-	"strconv"
+	"net/netip"
 
 	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/nft"
@@ -48,44 +48,39 @@ func endpointShard(name *model.ServicePortName) string {
 }
 
 // frontends are the keys through which packets reach one policy chain: "addr .
-// port" of the ClusterIP, external IPs and LB VIPs, and the NodePort.
+// port" of the ClusterIP, external IPs and LB VIPs, and the NodePort (0: none).
 type frontends struct {
-	addrs    []string
-	nodePort string
+	addrs    []netip.AddrPort
+	nodePort uint16
 }
 
 // endpointMaps renders the endpoint selection of a policy chain without session
 // affinity: its rules, its maps and their elements.
 func (r *serviceRenderer) endpointMaps(chain string, local bool, proto string, nproto nft.Proto, fe frontends, eps []*model.Endpoint) {
-	ipX := r.cfg.ipX()
 	suffix := proto + "-" + endpointShard(&r.sp.Name)
 	addrMap, portMap := prefixClusterEndpoints+suffix, prefixClusterNodePortEndpoints+suffix
 	if local {
 		addrMap, portMap = prefixLocalEndpoints+suffix, prefixLocalNodePortEndpoints+suffix
 	}
-	dport := proto + " dport"
-	value := ipX + " daddr . " + dport
 	dportKey, _ := nft.Dport(nproto)
+	types := r.cfg.setTypes()
 	slot := nft.Numgen(uint32(len(eps)))
 	var rules []Rule
-	if len(fe.addrs) > 0 || fe.nodePort == "" {
-		r.f.Containers = append(r.f.Containers, Container{Name: addrMap, IsMap: true,
-			TypeOf: ipX + " daddr . " + dport + " . numgen random mod 1 : " + value})
+	if len(fe.addrs) > 0 || fe.nodePort == 0 {
+		r.f.Containers = append(r.f.Containers, Container{Name: addrMap, IsMap: true, Type: types.endpoints[nproto]})
 		rules = append(rules, rule(nft.DNATMap{Family: r.cfg.nftFamily(), Keys: []nft.Key{nft.Daddr(r.cfg.nftFamily()), dportKey, slot}, Map: addrMap}))
 	}
-	if fe.nodePort != "" {
-		r.f.Containers = append(r.f.Containers, Container{Name: portMap, IsMap: true,
-			TypeOf: dport + " . numgen random mod 1 : " + value})
+	if fe.nodePort != 0 {
+		r.f.Containers = append(r.f.Containers, Container{Name: portMap, IsMap: true, Type: types.nodePortEndpoints[nproto]})
 		rules = append(rules, rule(nft.DNATMap{Family: r.cfg.nftFamily(), Keys: []nft.Key{dportKey, slot}, Map: portMap}))
 	}
 	for i, ep := range eps {
-		slot := " . " + strconv.Itoa(i)
-		target := ep.IP.String() + " . " + strconv.Itoa(int(ep.Port))
-		for _, key := range fe.addrs {
-			r.element(addrMap, key+slot, target, false)
+		target := r.elem().Addr(ep.IP).Num(uint32(ep.Port)).Elem()
+		for _, fa := range fe.addrs {
+			r.element(addrMap, r.elem().Addr(fa.Addr()).Num(uint32(fa.Port())).Num(uint32(i)).Elem(), target, false)
 		}
-		if fe.nodePort != "" {
-			r.element(portMap, fe.nodePort+slot, target, false)
+		if fe.nodePort != 0 {
+			r.element(portMap, r.elem().Num(uint32(fe.nodePort)).Num(uint32(i)).Elem(), target, false)
 		}
 	}
 	r.chain(chain, rules...)

@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
+	"github.com/kproxy/kproxy/internal/nft/nfttext"
 	"github.com/kproxy/kproxy/internal/render/rendertest"
 	"github.com/kproxy/kproxy/internal/testing/golden"
 )
@@ -81,4 +83,13 @@ func deleteStaleInto(tx *knftables.Transaction, st *State, chains []string) int 
 	ops := st.DeleteStaleChains(chains)
 	AddOps(tx, slices.Values(ops))
 	return len(ops)
+}
+
+// elem is the element key or value text reads as.
+func elem(text string) nft.Elem {
+	e, err := nfttext.ParseElem(text)
+	if err != nil {
+		panic(err)
+	}
+	return e
 }

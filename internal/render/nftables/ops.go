@@ -29,7 +29,7 @@ func ruleOp(chain string, r *Rule) nft.Op { return nft.Op{Kind: nft.AddRule, Nam
 
 // addOp is the operation creating c.
 func (c *Container) addOp() nft.Op {
-	o := nft.Op{Kind: nft.AddSet, Name: c.Name, IsMap: c.IsMap, Type: c.Type, TypeOf: c.TypeOf, Comment: c.Comment}
+	o := nft.Op{Kind: nft.AddSet, Name: c.Name, IsMap: c.IsMap, Type: c.Type, Comment: c.Comment}
 	if !c.IsMap {
 		o.Timeout = c.Timeout
 	}
@@ -43,12 +43,12 @@ func containerOp(kind nft.OpKind, name string, isMap bool) nft.Op {
 // elementOp adds the element id holding c. Whether the container is a map
 // follows from the claim: set elements have no value.
 func elementOp(id elementID, c claim) nft.Op {
-	return nft.Op{Kind: nft.AddElement, Name: id.container, IsMap: c.value != "", Key: id.key, Value: c.value, Comment: c.comment}
+	return nft.Op{Kind: nft.AddElement, Name: id.container, IsMap: !c.value.IsZero(), Key: id.key, Value: c.value, Comment: c.comment}
 }
 
 // deleteElementOp deletes the element id (holding c): by key only.
 func deleteElementOp(id elementID, c claim) nft.Op {
-	return nft.Op{Kind: nft.DeleteElement, Name: id.container, IsMap: c.value != "", Key: id.key}
+	return nft.Op{Kind: nft.DeleteElement, Name: id.container, IsMap: !c.value.IsZero(), Key: id.key}
 }
 
 func counterOp(kind nft.OpKind, name string) nft.Op { return nft.Op{Kind: kind, Name: name} }
@@ -117,7 +117,7 @@ func addOp(tx *knftables.Transaction, o *nft.Op) {
 	case nft.AddElement:
 		e := elementObject(o)
 		if o.IsMap {
-			e.Value = []string{o.Value}
+			e.Value = []string{o.Value.String()}
 		}
 		if o.Comment != "" {
 			e.Comment = knftables.PtrTo(o.Comment)
@@ -139,10 +139,16 @@ func containerObject(o *nft.Op) knftables.Object {
 	if o.Comment != "" {
 		comment = knftables.PtrTo(o.Comment)
 	}
-	if o.IsMap {
-		return &knftables.Map{Name: o.Name, Type: o.Type, TypeOf: o.TypeOf, Comment: comment}
+	var typ, typeOf string
+	if t := o.Type; t != nil && t.IsTypeof() {
+		typeOf = t.Text()
+	} else if t != nil {
+		typ = t.Text()
 	}
-	s := &knftables.Set{Name: o.Name, Type: o.Type, TypeOf: o.TypeOf, Comment: comment}
+	if o.IsMap {
+		return &knftables.Map{Name: o.Name, Type: typ, TypeOf: typeOf, Comment: comment}
+	}
+	s := &knftables.Set{Name: o.Name, Type: typ, TypeOf: typeOf, Comment: comment}
 	if o.Timeout > 0 {
 		// "dynamic" is set explicitly: some kernels add it implicitly to sets
 		// updated from the packet path, and a later "add" without it would then
@@ -155,7 +161,7 @@ func containerObject(o *nft.Op) knftables.Object {
 
 // elementObject is o's element, named by its key.
 func elementObject(o *nft.Op) *knftables.Element {
-	e := &knftables.Element{Key: strings.Split(o.Key, " . ")}
+	e := &knftables.Element{Key: strings.Split(o.Key.String(), " . ")}
 	if o.IsMap {
 		e.Map = o.Name
 	} else {

@@ -3,7 +3,6 @@ package nftables
 import (
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +51,7 @@ type serviceRenderer struct {
 	sp    *model.ServicePort
 	names serviceNames
 	f     Fragment
+	buf   [48]byte
 }
 
 func (r *serviceRenderer) familyEndpoints(eps []*model.Endpoint) []*model.Endpoint {
@@ -64,13 +64,31 @@ func (r *serviceRenderer) familyEndpoints(eps []*model.Endpoint) []*model.Endpoi
 	return sortedEndpoints(out)
 }
 
-func (r *serviceRenderer) element(container, key, value string, comment bool) {
-	e := Element{Container: container, IsMap: value != "", Key: key, Value: value}
+func (r *serviceRenderer) element(container string, key, value nft.Elem, comment bool) {
+	e := Element{Container: container, IsMap: !value.IsZero(), Key: key, Value: value}
 	if comment {
 		e.Comment = truncateComment(r.sp.Name.String())
 	}
 	r.f.Elements = append(r.f.Elements, e)
 }
+
+// elem starts an element in the renderer's buffer (ElemBuf.Elem copies it out).
+func (r *serviceRenderer) elem() nft.ElemBuf { return nft.ElemBuf(r.buf[:0]) }
+
+// dispatchKey is "addr . proto . port".
+func (r *serviceRenderer) dispatchKey(a netip.Addr, p nft.Proto, port int32) nft.Elem {
+	return r.elem().Addr(a).Proto(p).Num(uint32(port)).Elem()
+}
+
+func gotoElem(chain string) nft.Elem {
+	return nft.VerdictElem(nft.Verdict{Kind: nft.Goto, Chain: chain})
+}
+
+// The verdicts of the no-endpoint maps, shared by their elements.
+var (
+	dropElem   = nft.VerdictElem(nft.Verdict{Kind: nft.Drop})
+	rejectElem = gotoElem(chainReject)
+)
 
 func (r *serviceRenderer) chain(name string, rules ...Rule) {
 	r.f.Chains = append(r.f.Chains, Chain{Name: name, Rules: rules})
@@ -83,7 +101,6 @@ func (r *serviceRenderer) render() {
 		return
 	}
 	proto := strings.ToLower(string(sp.Protocol))
-	port := strconv.Itoa(int(sp.Port))
 
 	clusterEps := r.familyEndpoints(v.ClusterEndpoints)
 	localEps := r.familyEndpoints(v.LocalEndpoints)
@@ -93,8 +110,7 @@ func (r *serviceRenderer) render() {
 
 	for _, ep := range reachable {
 		if ep.IsLocal {
-			ip := ep.IP.String()
-			r.element(setHairpinConnections, ip+" . "+ip+" . "+proto+" . "+strconv.Itoa(int(ep.Port)), "", false)
+			r.element(setHairpinConnections, r.elem().Addr(ep.IP).Addr(ep.IP).Proto(nproto).Num(uint32(ep.Port)).Elem(), nft.Elem{}, false)
 		}
 	}
 
@@ -105,17 +121,16 @@ func (r *serviceRenderer) render() {
 	externalPolicyChain, hasExternal := r.names.policy(rt.ExternalLocal), rt.ExternalServed
 
 	// Verdicts for the filter-hook maps, for traffic the nat rules do not take.
-	internalVerdict, externalVerdict := "drop", "drop"
+	unserved := dropElem
 	if rt.RejectUnserved {
-		internalVerdict, externalVerdict = "goto "+chainReject, "goto "+chainReject
+		unserved = rejectElem
 	}
 
-	clusterIP := sp.ClusterIP.String()
-	r.element(setClusterIPs, clusterIP, "", false)
+	r.element(setClusterIPs, r.elem().Addr(sp.ClusterIP).Elem(), nft.Elem{}, false)
 	if hasInternal {
-		r.element(mapServiceIPs, clusterIP+" . "+proto+" . "+port, "goto "+internalChain, false)
+		r.element(mapServiceIPs, r.dispatchKey(sp.ClusterIP, nproto, sp.Port), gotoElem(internalChain), false)
 	} else {
-		r.element(mapNoEndpointServices, clusterIP+" . "+proto+" . "+port, internalVerdict, true)
+		r.element(mapNoEndpointServices, r.dispatchKey(sp.ClusterIP, nproto, sp.Port), unserved, true)
 	}
 
 	external := make([]netip.Addr, 0, len(sp.ExternalIPs)+len(sp.LoadBalancerVIPs))
@@ -132,12 +147,12 @@ func (r *serviceRenderer) render() {
 	}
 	external = append(external, lbVIPs...)
 	for _, ip := range external {
-		key := ip.String() + " . " + proto + " . " + port
+		key := r.dispatchKey(ip, nproto, sp.Port)
 		if usesExternalChain {
-			r.element(mapServiceIPs, key, "goto "+r.names.external, false)
+			r.element(mapServiceIPs, key, gotoElem(r.names.external), false)
 		}
 		if !hasExternal {
-			r.element(mapNoEndpointServices, key, externalVerdict, true)
+			r.element(mapNoEndpointServices, key, unserved, true)
 		}
 	}
 
@@ -145,22 +160,22 @@ func (r *serviceRenderer) render() {
 	if len(lbVIPs) > 0 && len(sourceRanges) > 0 {
 		r.firewall(lbVIPs, sourceRanges)
 		for _, ip := range lbVIPs {
-			r.element(mapFirewallIPs, ip.String()+" . "+proto+" . "+port, "goto "+r.names.firewall, false)
+			r.element(mapFirewallIPs, r.dispatchKey(ip, nproto, sp.Port), gotoElem(r.names.firewall), false)
 		}
 	}
 
 	if sp.NodePort != 0 {
-		key := proto + " . " + strconv.Itoa(int(sp.NodePort))
+		key := r.elem().Proto(nproto).Num(uint32(sp.NodePort)).Elem()
 		// NodePorts are not subject to loadBalancerSourceRanges (as upstream).
 		if usesExternalChain {
-			r.element(mapServiceNodePorts, key, "goto "+r.names.external, false)
+			r.element(mapServiceNodePorts, key, gotoElem(r.names.external), false)
 		}
 		if !hasExternal {
-			r.element(mapNoEndpointNodePorts, key, externalVerdict, true)
+			r.element(mapNoEndpointNodePorts, key, unserved, true)
 		}
 		// Whether or not the Service has endpoints, as upstream.
 		if cfg.LocalhostNodePorts.rejects(sp.Protocol) {
-			r.element(mapLocalhostNodePortReject, key, "goto "+localhostNodePortRejectChain(sp.Protocol), false)
+			r.element(mapLocalhostNodePortReject, key, gotoElem(localhostNodePortRejectChain(sp.Protocol)), false)
 		}
 	}
 
@@ -180,17 +195,15 @@ func (r *serviceRenderer) render() {
 		// through the internal policy; external IPs, LB VIPs and the NodePort through
 		// the external chain, which goes to the external policy's chain and
 		// short-circuits pods and the node to the cluster chain.
-		var externalKeys []string
-		nodePort := ""
+		var externalKeys []netip.AddrPort
+		var nodePort uint16
 		if usesExternalChain {
 			for _, ip := range external {
-				externalKeys = append(externalKeys, ip.String()+" . "+port)
+				externalKeys = append(externalKeys, netip.AddrPortFrom(ip, uint16(sp.Port)))
 			}
-			if sp.NodePort != 0 {
-				nodePort = strconv.Itoa(int(sp.NodePort))
-			}
+			nodePort = uint16(sp.NodePort)
 		}
-		clusterIPKey := clusterIP + " . " + port
+		clusterIPKey := netip.AddrPortFrom(sp.ClusterIP, uint16(sp.Port))
 		if usesClusterChain {
 			var fe frontends
 			if !sp.InternalPolicyLocal {
@@ -234,7 +247,7 @@ func (r *serviceRenderer) render() {
 			seen[ap] = true
 			base := endpointNameBase(&sp.Name, ap)
 			set := affinitySetName(&sp.Name, ap, sp.StickyMaxAgeSeconds)
-			r.f.Containers = append(r.f.Containers, Container{Name: set, Type: cfg.addrType(), Timeout: timeout})
+			r.f.Containers = append(r.f.Containers, Container{Name: set, Type: cfg.setTypes().addr, Timeout: timeout})
 			r.chain(prefixEndpoint+base,
 				rule(nft.Update{Set: set, Keys: cfg.saddr()}),
 				rule(protoMatch(nproto), nft.DNAT{To: ap}),

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/nft"
 )
 
 // State is the content of the table as last applied: the base fragment, one
@@ -32,7 +33,8 @@ type State struct {
 // claim is one fragment's claim on an element. The kernel holds the value of the
 // first claim; claims with other values (conflicting Services) wait their turn.
 type claim struct {
-	value, comment string
+	value   nft.Elem
+	comment string
 }
 
 // NewState builds the State describing exactly base plus services, as WriteFull
@@ -146,5 +148,5 @@ func (s *State) Service(name model.ServicePortName) *Fragment { return s.service
 func (s *State) Len() int { return len(s.services) }
 
 func compareIDs(a, b elementID) int {
-	return cmp.Or(strings.Compare(a.container, b.container), strings.Compare(a.key, b.key))
+	return cmp.Or(strings.Compare(a.container, b.container), nft.CompareText(a.key, b.key))
 }
