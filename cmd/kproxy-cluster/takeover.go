@@ -31,7 +31,7 @@ func cmdTakeover(args []string) error {
 		var report bytes.Buffer
 		fmt.Fprintf(&report, "# Takeover: upstream kube-proxy's DaemonSet image swapped for kproxy's, and back\n\n")
 		fmt.Fprintf(&report, "Written by `kproxy-cluster takeover` on %s (test/cluster, 3 workers). Probes: TCP and UDP to the ClusterIPs of a dual-stack Service from a pod on every node, and to its NodePorts on every worker address from outside the cluster; every probe a new connection, %d/s per target. Pass: no failed probe and no outage over %s.\n\n",
-			time.Now().UTC().Format("2006-01-02"), 20, takeover.MaxOutage)
+			time.Now().UTC().Format("2006-01-02"), takeover.DefaultRate, takeover.MaxOutage)
 		var failures []string
 		for _, mode := range strings.Split(*modes, ",") {
 			res, err := runTakeover(ctx, cl, c.opts.BinDir, mode, *settle)

@@ -21,6 +21,14 @@ const (
 	DefaultExternalListen = "127.0.0.1:9999"
 	// MaxOutage is the bound: no outage over a second.
 	MaxOutage = time.Second
+	// DefaultRate is the probes per second per target. Every probe is a new
+	// connection, and the takeover probes 24 targets (12 from pods, 12 from outside):
+	// at 20/s the probers and backends kept about one of a 2-core machine's cores busy,
+	// and with kernel 6.18.44-fc-v1272 (2026-12-05) a container start or exec on top of
+	// that delayed replies past the 1 s probe timeout everywhere at once, with upstream
+	// kube-proxy and with kproxy alike (the code CI had passed on failed the same way).
+	// 5/s still sees any gap over 200 ms and leaves the machine to the proxies.
+	DefaultRate = 5
 )
 
 // Options configures Run. Only Images and ProberBin are required.
@@ -41,7 +49,7 @@ type Options struct {
 	ProberImage  string // DefaultProberImage (kproxy-prober)
 	Backends     int32  // backend replicas; DefaultBackends
 
-	Rate         float64       // probes per second per target; prober.DefaultRate
+	Rate         float64       // probes per second per target; DefaultRate
 	ProbeTimeout time.Duration // bound of one probe; prober.DefaultTimeout
 
 	// ReadyTimeout bounds each wait before the first phase: the backends' rollout, the
@@ -74,7 +82,7 @@ func (o Options) withDefaults() Options {
 		o.Backends = DefaultBackends
 	}
 	if o.Rate == 0 {
-		o.Rate = prober.DefaultRate
+		o.Rate = DefaultRate
 	}
 	if o.ProbeTimeout == 0 {
 		o.ProbeTimeout = prober.DefaultTimeout

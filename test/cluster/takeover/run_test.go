@@ -269,7 +269,7 @@ func TestRunDeploysAndCleansUp(t *testing.T) {
 		"-n kproxy-takeover rollout status daemonset/kproxy-prober --timeout=1m0s",
 		"-n kproxy-takeover get daemonset kproxy-prober -o json",
 		"-n kproxy-takeover get pods -l app.kubernetes.io/name=kproxy-takeover-prober -o json",
-		"start kproxy-prober-external /bin/kproxy-prober run --name=external --listen=127.0.0.1:9999 --rate=20 --timeout=1s " +
+		"start kproxy-prober-external /bin/kproxy-prober run --name=external --listen=127.0.0.1:9999 --rate=5 --timeout=1s " +
 			"--target=tcp://192.0.2.11:30080 --target=udp://192.0.2.11:30081 --target=tcp://[2001:db8:1::11]:30080 --target=udp://[2001:db8:1::11]:30081 " +
 			"--target=tcp://192.0.2.12:30080 --target=udp://192.0.2.12:30081 --target=tcp://[2001:db8:1::12]:30080 --target=udp://[2001:db8:1::12]:30081 " +
 			"--target=tcp://192.0.2.13:30080 --target=udp://192.0.2.13:30081 --target=tcp://[2001:db8:1::13]:30080 --target=udp://[2001:db8:1::13]:30081",
