@@ -16,56 +16,95 @@ import (
 // Changed. Problems, stale endpoints, deleted UDP ports and trigger times
 // accumulate; the health check node ports are later's, changed if either changed.
 func (u *Update) Merge(later *Update) {
-	changed := nameSet(u.Changed)
-	deleted := nameSet(u.Deleted)
-	for _, n := range later.Deleted {
-		delete(changed, n)
-		deleted[n] = struct{}{}
-	}
-	for _, n := range later.Changed {
-		delete(deleted, n)
-		changed[n] = struct{}{}
-	}
-	u.Changed = sortedNames(changed)
-	u.Deleted = sortedNames(deleted)
+	m := newMerger(u)
+	m.add(later)
+	m.finish()
+}
 
-	updated := make(map[types.NamespacedName]struct{}, len(u.UpdatedServices)+len(later.UpdatedServices))
-	for _, n := range slices.Concat(u.UpdatedServices, later.UpdatedServices) {
-		updated[n] = struct{}{}
-	}
-	u.UpdatedServices = slices.SortedFunc(maps.Keys(updated), compareNames)
+// merger folds Updates into one, holding the name lists as sets until finish
+// sorts them: folding k Updates costs time proportional to their sizes, where
+// merging them pairwise would rebuild and sort the whole accumulated lists k times
+// (at 10,000 Services, precommits every 50 ms while the informers list made that
+// a quarter of the first sync's allocations).
+type merger struct {
+	u                  *Update
+	changed, deleted   map[ServicePortName]struct{}
+	udpGained          map[ServicePortName]struct{}
+	updated            map[types.NamespacedName]struct{}
+	triggerTimesMerged map[types.NamespacedName]struct{}
+}
 
-	u.ConntrackCleanupRequired = u.ConntrackCleanupRequired || later.ConntrackCleanupRequired
-	u.DeletedUDPServicePorts = append(u.DeletedUDPServicePorts, later.DeletedUDPServicePorts...)
-	slices.SortStableFunc(u.DeletedUDPServicePorts, func(a, b *ServicePort) int { return CompareServicePortNames(a.Name, b.Name) })
+func newMerger(u *Update) *merger {
+	m := &merger{
+		u:                  u,
+		changed:            nameSet(u.Changed),
+		deleted:            nameSet(u.Deleted),
+		udpGained:          nameSet(u.UDPServicePortsGainedEndpoints),
+		updated:            make(map[types.NamespacedName]struct{}, len(u.UpdatedServices)),
+		triggerTimesMerged: map[types.NamespacedName]struct{}{},
+	}
+	for _, n := range u.UpdatedServices {
+		m.updated[n] = struct{}{}
+	}
 	if u.StaleUDPEndpoints == nil {
 		u.StaleUDPEndpoints = map[ServicePortName][]*Endpoint{}
 	}
-	for n, eps := range later.StaleUDPEndpoints {
-		u.StaleUDPEndpoints[n] = append(u.StaleUDPEndpoints[n], eps...)
-	}
-	u.UDPServicePortsGainedEndpoints = sortedNames(nameSet(slices.Concat(u.UDPServicePortsGainedEndpoints, later.UDPServicePortsGainedEndpoints)))
-
 	if u.LastChangeTriggerTimes == nil {
 		u.LastChangeTriggerTimes = map[types.NamespacedName][]time.Time{}
 	}
-	for n, times := range later.LastChangeTriggerTimes {
-		merged := append(u.LastChangeTriggerTimes[n], times...)
-		slices.SortFunc(merged, time.Time.Compare)
-		u.LastChangeTriggerTimes[n] = merged
-	}
-
-	u.HealthCheckNodePortsChanged = u.HealthCheckNodePortsChanged || later.HealthCheckNodePortsChanged
-	u.HealthCheckNodePorts = later.HealthCheckNodePorts
 	if u.LocalReadyEndpoints == nil {
 		u.LocalReadyEndpoints = map[types.NamespacedName]int{}
 	}
-	maps.Copy(u.LocalReadyEndpoints, later.LocalReadyEndpoints)
+	return m
+}
 
+// add folds later into the merger's Update; the name lists are final only after
+// finish.
+func (m *merger) add(later *Update) {
+	u := m.u
+	for _, n := range later.Deleted {
+		delete(m.changed, n)
+		m.deleted[n] = struct{}{}
+	}
+	for _, n := range later.Changed {
+		delete(m.deleted, n)
+		m.changed[n] = struct{}{}
+	}
+	for _, n := range later.UpdatedServices {
+		m.updated[n] = struct{}{}
+	}
+	for _, n := range later.UDPServicePortsGainedEndpoints {
+		m.udpGained[n] = struct{}{}
+	}
+	u.ConntrackCleanupRequired = u.ConntrackCleanupRequired || later.ConntrackCleanupRequired
+	u.DeletedUDPServicePorts = append(u.DeletedUDPServicePorts, later.DeletedUDPServicePorts...)
+	for n, eps := range later.StaleUDPEndpoints {
+		u.StaleUDPEndpoints[n] = append(u.StaleUDPEndpoints[n], eps...)
+	}
+	for n, times := range later.LastChangeTriggerTimes {
+		u.LastChangeTriggerTimes[n] = append(u.LastChangeTriggerTimes[n], times...)
+		m.triggerTimesMerged[n] = struct{}{}
+	}
+	u.HealthCheckNodePortsChanged = u.HealthCheckNodePortsChanged || later.HealthCheckNodePortsChanged
+	u.HealthCheckNodePorts = later.HealthCheckNodePorts
+	maps.Copy(u.LocalReadyEndpoints, later.LocalReadyEndpoints)
 	u.ZoneChanged = u.ZoneChanged || later.ZoneChanged
 	u.ServiceEvents += later.ServiceEvents
 	u.EndpointSliceEvents += later.EndpointSliceEvents
 	u.Problems = append(u.Problems, later.Problems...)
+}
+
+// finish writes the sorted name lists into the Update.
+func (m *merger) finish() {
+	u := m.u
+	u.Changed = sortedNames(m.changed)
+	u.Deleted = sortedNames(m.deleted)
+	u.UDPServicePortsGainedEndpoints = sortedNames(m.udpGained)
+	u.UpdatedServices = slices.SortedFunc(maps.Keys(m.updated), compareNames)
+	slices.SortStableFunc(u.DeletedUDPServicePorts, func(a, b *ServicePort) int { return CompareServicePortNames(a.Name, b.Name) })
+	for n := range m.triggerTimesMerged {
+		slices.SortFunc(u.LastChangeTriggerTimes[n], time.Time.Compare)
+	}
 }
 
 func nameSet(names []ServicePortName) map[ServicePortName]struct{} {
@@ -90,8 +129,9 @@ func sortedNames(set map[ServicePortName]struct{}) []ServicePortName {
 // first Commit, which returns it merged with its own; after that, Precommit does
 // nothing. Both must be called from the sync goroutine.
 type Precommitter struct {
-	State  *State
-	early  *Update
+	State *State
+	// early merges the Updates of the Precommits so far (nil before the first).
+	early  *merger
 	synced bool
 }
 
@@ -102,10 +142,10 @@ func (c *Precommitter) Precommit() {
 	}
 	update := c.State.Commit()
 	if c.early == nil {
-		c.early = update
+		c.early = newMerger(update)
 		return
 	}
-	c.early.Merge(update)
+	c.early.add(update)
 }
 
 // Commit commits the pending changes for a sync, with those of earlier Precommits.
@@ -113,8 +153,9 @@ func (c *Precommitter) Commit() *Update {
 	c.synced = true
 	update := c.State.Commit()
 	if c.early != nil {
-		c.early.Merge(update)
-		update, c.early = c.early, nil
+		c.early.add(update)
+		c.early.finish()
+		update, c.early = c.early.u, nil
 	}
 	return update
 }

@@ -95,3 +95,65 @@ func TestUpdateMerge(t *testing.T) {
 		t.Errorf("stale UDP endpoints of a = %v, want 10.0.0.1", stale)
 	}
 }
+
+// TestPrecommitter: Precommits ahead of the first sync and its Commit describe the
+// same changes as folding each Commit's Update pairwise with Merge; after the first
+// Commit, Precommit does nothing.
+func TestPrecommitter(t *testing.T) {
+	svc := func(name, ip string) *v1.Service {
+		return makeService("ns", name, func(s *v1.Service) {
+			s.Spec.ClusterIP = ip
+			addPort(s, "dns", v1.ProtocolUDP, 53, 0, 5353)
+		})
+	}
+	steps := []func(s *State){
+		func(s *State) { s.OnServiceAdd(svc("a", "172.30.0.1")); s.OnServiceAdd(svc("b", "172.30.0.2")) },
+		func(s *State) { s.OnServiceDelete(svc("a", "172.30.0.1")); s.OnServiceAdd(svc("c", "172.30.0.3")) },
+		func(s *State) { s.OnServiceAdd(svc("a", "172.30.0.1")) },
+		func(s *State) { s.OnServiceDelete(svc("b", "172.30.0.2")) },
+	}
+
+	pre := Precommitter{State: NewState(v1.IPv4Protocol, "node")}
+	pairwise := NewState(v1.IPv4Protocol, "node")
+	var want *Update
+	for i, step := range steps {
+		step(pre.State)
+		step(pairwise)
+		if i < len(steps)-1 {
+			pre.Precommit()
+		}
+		if u := pairwise.Commit(); want == nil {
+			want = u
+		} else {
+			want.Merge(u)
+		}
+	}
+	got := pre.Commit()
+	for _, c := range []struct {
+		name      string
+		got, want []ServicePortName
+	}{{"Changed", got.Changed, want.Changed}, {"Deleted", got.Deleted, want.Deleted}} {
+		if diff := cmp.Diff(c.want, c.got); diff != "" {
+			t.Errorf("%s (-pairwise +precommitted):\n%s", c.name, diff)
+		}
+	}
+	if diff := cmp.Diff(want.UpdatedServices, got.UpdatedServices); diff != "" {
+		t.Errorf("UpdatedServices (-pairwise +precommitted):\n%s", diff)
+	}
+	if got.ServiceEvents != 6 {
+		t.Errorf("ServiceEvents = %d, want 6", got.ServiceEvents)
+	}
+	a, b, c := spn("ns", "a", "dns", v1.ProtocolUDP), spn("ns", "b", "dns", v1.ProtocolUDP), spn("ns", "c", "dns", v1.ProtocolUDP)
+	if diff := cmp.Diff([]ServicePortName{a, c}, got.Changed); diff != "" {
+		t.Errorf("Changed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]ServicePortName{b}, got.Deleted); diff != "" {
+		t.Errorf("Deleted (-want +got):\n%s", diff)
+	}
+
+	pre.State.OnServiceAdd(svc("d", "172.30.0.4"))
+	pre.Precommit()
+	if pending, _ := pre.State.Pending(); pending != 1 {
+		t.Errorf("after the first Commit, Precommit committed: %d Services pending, want 1", pending)
+	}
+}
