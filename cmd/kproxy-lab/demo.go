@@ -92,7 +92,20 @@ func demo(ctx context.Context, l *lab.Lab) error {
 		}
 	}
 
-	out, err := l.Node1.NS.Run(ctx, "nft", "list", "table", "ip", "kube-proxy")
+	bin, err := proxytest.Binary()
+	if err != nil {
+		return err
+	}
+	out, err := l.Node1.NS.Run(ctx, bin, "explain", "service", "default/web")
+	if err != nil {
+		return fmt.Errorf("kube-proxy explain: %w", err)
+	}
+	fmt.Println("\nwhat node1 does with it, and why (kube-proxy explain service default/web, in node1):")
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		fmt.Println("  " + line)
+	}
+
+	out, err = l.Node1.NS.Run(ctx, "nft", "list", "table", "ip", "kube-proxy")
 	if err != nil {
 		return fmt.Errorf("nft list table: %w", err)
 	}

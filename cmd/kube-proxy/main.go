@@ -21,5 +21,8 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	defer klog.Flush()
+	if app.IsToolInvocation(os.Args[1:]) {
+		return app.ExecuteTool(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	return app.Execute(ctx, app.NewCommand(app.Run), os.Stderr)
 }

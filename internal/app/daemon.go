@@ -12,7 +12,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kproxy/kproxy/internal/config"
+	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 	"github.com/kproxy/kproxy/internal/health"
+	"github.com/kproxy/kproxy/internal/inspect"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/nfacct"
@@ -36,10 +38,12 @@ type daemon struct {
 	nodes         *node.Manager
 	healthServer  *health.ProxyHealthServer
 	metricsServer *metrics.Server
-	watcher       *watch.Watcher
-	handlers      *familyHandlers
-	runner        *syncer.Runner
-	closers       []func()
+	// stateAPI is what the state API (internal/inspect) serves.
+	stateAPI *inspect.Source
+	watcher  *watch.Watcher
+	handlers *familyHandlers
+	runner   *syncer.Runner
+	closers  []func()
 	// familyParts are the families' own parts (the iptables canary monitor), run
 	// once other modes' leftovers are gone; trigger requests a sync.
 	familyParts []func(ctx context.Context, trigger func()) error
@@ -97,7 +101,9 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 		return nil, err
 	}
 	d.broadcaster, d.recorder = watch.NewEventBroadcaster(d.client)
-	d.healthServer, d.metricsServer = healthAndMetrics(cfg, m, &metricsRegistry{registry: gatherer})
+	// The state API's families are filled in below, before Run starts the server.
+	d.stateAPI = &inspect.Source{NodeName: d.nodeName, Mode: string(cfg.Mode)}
+	d.healthServer, d.metricsServer = healthAndMetrics(cfg, m, &metricsRegistry{registry: gatherer}, inspect.Handler(d.stateAPI))
 
 	// The node manager's informer lives as long as ctx: the daemon's whole life.
 	d.nodes = node.NewManager(d.client, node.Config{
@@ -190,6 +196,11 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 		d.handlers.families[family] = &familyProxier{state: state, setServiceCIDR: fp.setServiceCIDRs}
 		syncers[family] = fp.syncer
 		d.closers = append(d.closers, fp.close)
+		stateFamily := inspect.Family{State: state}
+		if ip, ok := fp.syncer.(interface{ Inspectable() proxycore.Inspectable }); ok {
+			stateFamily.Proxier = ip.Inspectable()
+		}
+		d.stateAPI.Families = append(d.stateAPI.Families, stateFamily)
 		if pc, ok := fp.syncer.(interface{ Precommit() }); ok {
 			d.precommits = append(d.precommits, pc.Precommit)
 		}

@@ -14,5 +14,12 @@
 // their failures (platform.go: conntrack settings, the families the mode's backend
 // and the kernel support, nftables mode's kernel version), then every part under
 // one errgroup. Warning Events about the configuration (KubeProxyDefaultMode) are
-// recorded once the event broadcaster runs.
+// recorded once the event broadcaster runs. The daemon serves the state API
+// (internal/inspect) on the metrics address, unlisted in its index.
+//
+// Contract of tools.go: a first argument naming a tool (`explain`) runs that tool
+// instead of the proxy (IsToolInvocation, ExecuteTool). Upstream's command takes no
+// arguments, so this shadows no way of running the proxy. The tools read a running
+// proxy's state API (--address, the metrics address by default) and print a table,
+// JSON or YAML; their errors are one "Error: ..." line and exit code 1.
 package app

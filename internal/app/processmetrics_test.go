@@ -222,7 +222,7 @@ func TestDebugFlagsVSetsVerbosity(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	_, ms := healthAndMetrics(r.cfg, metrics.New(nil), &metricsRegistry{registry: prometheus.NewRegistry()})
+	_, ms := healthAndMetrics(r.cfg, metrics.New(nil), &metricsRegistry{registry: prometheus.NewRegistry()}, nil)
 	if klog.V(7).Enabled() {
 		t.Skip("verbosity already 7 or more")
 	}
@@ -243,7 +243,7 @@ func TestDebugFlagsVSetsVerbosity(t *testing.T) {
 	}
 
 	r = execute(t)
-	_, ms = healthAndMetrics(r.cfg, metrics.New(nil), &metricsRegistry{registry: prometheus.NewRegistry()})
+	_, ms = healthAndMetrics(r.cfg, metrics.New(nil), &metricsRegistry{registry: prometheus.NewRegistry()}, nil)
 	if rec := put("7"); rec.Code != 404 {
 		t.Errorf("PUT /debug/flags/v without --profiling = %d, want 404", rec.Code)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/kproxy/kproxy/internal/config"
 	"github.com/kproxy/kproxy/internal/conntrack"
 	"github.com/kproxy/kproxy/internal/health"
+	"github.com/kproxy/kproxy/internal/inspect"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/syncer"
 	"github.com/kproxy/kproxy/internal/sysctl"
@@ -215,14 +217,19 @@ func newRunner(cfg *config.Config, syncers map[v1.IPFamily]syncer.Syncer, pendin
 
 // healthAndMetrics builds the two HTTP servers. With profiling on, the metrics
 // server also takes PUT /debug/flags/v, which sets the process's log verbosity
-// through component-base's logs.GlogSetter, as upstream's serveMetrics.
-func healthAndMetrics(cfg *config.Config, m *metrics.Metrics, gatherer *metricsRegistry) (*health.ProxyHealthServer, *metrics.Server) {
+// through component-base's logs.GlogSetter, as upstream's serveMetrics. stateAPI,
+// when not nil, is served under inspect.PathPrefix (kproxy's state API).
+func healthAndMetrics(cfg *config.Config, m *metrics.Metrics, gatherer *metricsRegistry, stateAPI http.Handler) (*health.ProxyHealthServer, *metrics.Server) {
 	hs := health.NewProxyHealthServer(health.ProxyHealthConfig{
 		BindAddress:         cfg.HealthzBindAddress,
 		HealthTimeout:       2 * cfg.SyncPeriod,
 		BindAddressHardFail: cfg.BindAddressHardFail,
 		Metrics:             m,
 	})
+	var unlisted map[string]http.Handler
+	if stateAPI != nil {
+		unlisted = map[string]http.Handler{inspect.PathPrefix: stateAPI}
+	}
 	ms := metrics.NewServer(metrics.ServerConfig{
 		BindAddress:         cfg.MetricsBindAddress,
 		BindAddressHardFail: cfg.BindAddressHardFail,
@@ -234,6 +241,7 @@ func healthAndMetrics(cfg *config.Config, m *metrics.Metrics, gatherer *metricsR
 		BinaryVersion:       cfg.Version,
 		EnableProfiling:     cfg.EnableProfiling,
 		SetVerbosity:        logs.GlogSetter,
+		Unlisted:            unlisted,
 	})
 	return hs, ms
 }

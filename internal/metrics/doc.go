@@ -72,7 +72,9 @@
 //     a SetVerbosity, /debug/flags and /debug/flags/ (an HTML index listing "v") and
 //     /debug/flags/v, which passes a PUT body verbatim to SetVerbosity and answers its
 //     message (200) or error (400) as a text/plain line, and any other method with
-//     406, as apiserver's routes.DebugFlags and StringFlagPutHandler.
+//     406, as apiserver's routes.DebugFlags and StringFlagPutHandler;
+//   - the Unlisted handlers (kproxy's state API, internal/inspect), by pattern, left
+//     out of /statusz's list so that it lists what upstream serves.
 //
 // Server.Run(ctx) listens and serves until ctx is cancelled, then shuts down
 // gracefully. A listen or serve failure is returned when BindAddressHardFail is set

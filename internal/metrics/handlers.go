@@ -54,6 +54,10 @@ func newMux(cfg *ServerConfig) http.Handler {
 		}
 	}
 
+	for pattern, h := range cfg.Unlisted {
+		mux.Handle(pattern, h)
+	}
+
 	handle("/configz", configzHandler(cfg.ConfigzName, cfg.Config))
 	if cfg.Flags != nil {
 		handle("/flagz", flagzHandler(cfg.ComponentName, cfg.Flags))

@@ -62,6 +62,9 @@ type ServerConfig struct {
 	RetryInterval time.Duration
 	// Listen opens the listener (net.ListenConfig.Listen if nil).
 	Listen ListenFunc
+	// Unlisted are kproxy's own handlers (the state API, internal/inspect), by mux
+	// pattern; the index at "/" leaves them out, as it lists what upstream serves.
+	Unlisted map[string]http.Handler
 }
 
 // Server is the metrics HTTP server; see the package documentation.

@@ -71,6 +71,8 @@ func (u *Update) Empty() bool { return len(u.Changed) == 0 && len(u.Deleted) == 
 // to the changed Services (and to the zone-hinted Services when the zone changed), not
 // to the number of Services.
 func (s *State) Commit() *Update {
+	s.committed.Lock()
+	defer s.committed.Unlock()
 	s.mu.Lock()
 	svcChanges := s.pendingServices
 	sliceChanges := s.pendingSlices

@@ -15,11 +15,15 @@
 //     internal and external traffic, whether the external entry point exists,
 //     masquerades or short-circuits, and whether unserved traffic is rejected or
 //     dropped (Routing); the renderers read it instead of deciding again.
+//   - ExplainEndpoints says, on demand, why each endpoint is or is not in each
+//     selection and used for each traffic source (Exclusion), reading the view's
+//     lists so that it cannot disagree with what is programmed (the state API and
+//     `kube-proxy explain`).
 //   - State tracks changes from informers (On* handlers, safe from any goroutine;
 //     AddEndpointSlice and its siblings take API objects and convert them) and
 //     applies them on Commit, which costs time proportional to what changed and returns
 //     an Update describing exactly that. After Commit the sync loop reads cached
-//     ServicePortViews.
+//     ServicePortViews; other goroutines read them through State.Inspect.
 //
 // Topology: OnNodeTopologyChange only matters through the zone label. When the zone
 // changes, Commit re-categorizes the Services whose endpoints carry zone hints (no other

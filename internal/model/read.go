@@ -8,6 +8,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// Inspect calls fn, from any goroutine, with the committed state held still: fn may
+// call the read methods (View, Endpoints, ServicePortNames, Zone, ...) and keep the
+// views and endpoints they return, which later Commits never modify. Commit waits
+// until fn returns, so fn must be quick. The sync loop itself reads without it.
+func (s *State) Inspect(fn func()) {
+	s.committed.RLock()
+	defer s.committed.RUnlock()
+	fn()
+}
+
 // View returns the committed view of a ServicePort, or nil if it does not exist.
 func (s *State) View(name ServicePortName) *ServicePortView {
 	if st := s.services[name.NamespacedName]; st != nil {

@@ -18,7 +18,8 @@ import (
 // Concurrency: the On* handlers may be called from any goroutine, concurrently with each
 // other and with Commit. Commit and the read methods (View, Views, ...) must be called
 // from a single goroutine, the sync loop; views they return are immutable and stay valid
-// after later Commits (which replace, never modify, them).
+// after later Commits (which replace, never modify, them). Other goroutines (the state
+// API) read through Inspect, which holds Commit off while they do.
 type State struct {
 	family      v1.IPFamily
 	addressType discovery.AddressType
@@ -41,6 +42,9 @@ type State struct {
 	// Commit writes it (under mu), so Commit may also read it without mu.
 	appliedSlices map[types.NamespacedName][]*EndpointSlice
 
+	// committed is held for writing by Commit and for reading by Inspect, so that
+	// goroutines other than the sync loop can read the committed state below.
+	committed sync.RWMutex
 	// Committed state, owned by the sync loop goroutine.
 	services             map[types.NamespacedName]*serviceState
 	zone                 string

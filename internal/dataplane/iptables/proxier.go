@@ -92,6 +92,21 @@ func New(cfg Config) (*Proxier, error) {
 	}, nil
 }
 
+// Inspectable is what the state API reads of this proxier (any goroutine).
+func (p *Proxier) Inspectable() proxycore.Inspectable { return p.core }
+
+// publish records, for the state API, the settings this sync wrote with.
+func (p *Proxier) publish() {
+	cfg := p.renderCfg
+	p.core.Publish(proxycore.Published{
+		NodePortAddresses: cfg.NodePortAddresses, LocalDetector: cfg.LocalDetector,
+		Describe: func(v *model.ServicePortView) []string {
+			f := render.RenderService(&cfg, v)
+			return f.Describe()
+		},
+	})
+}
+
 // Precommit commits the model's pending changes ahead of the first sync, for it
 // (model.Precommitter); it does nothing once a sync has run. It must be called from
 // the goroutine that calls Sync.
@@ -122,6 +137,10 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 			logger.V(2).Info("Synced iptables rules", "full", false, "changed", len(update.Changed), "deleted", len(update.Deleted),
 				"elapsed", p.cfg.Clock.Since(start))
 			p.core.FollowUp.Succeeded(ctx, update, start, false)
+			if wrote {
+				p.publish()
+			}
+			p.core.Record(start, update, false, wrote, 0, nil)
 			return wrote, nil
 		}
 		// What the kernel holds is unknown now (the legacy backend commits table by
@@ -135,11 +154,14 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	if err := p.fullSync(ctx, start); err != nil {
 		p.applied = nil
 		p.core.FollowUp.Failed(update)
+		p.core.Record(start, update, true, true, 0, err)
 		return true, err
 	}
 	logger.V(2).Info("Synced iptables rules", "full", true, "services", p.applied.Len(), "endpoints", p.total,
 		"elapsed", p.cfg.Clock.Since(start))
 	p.core.FollowUp.Succeeded(ctx, update, start, true)
+	p.publish()
+	p.core.Record(start, update, true, true, 0, nil)
 	return true, nil
 }
 

@@ -82,6 +82,22 @@ func New(cfg Config) (*Proxier, error) {
 	}, nil
 }
 
+// Inspectable is what the state API reads of this proxier (any goroutine).
+func (p *Proxier) Inspectable() proxycore.Inspectable { return p.core }
+
+// publish records, for the state API, the settings this sync wrote with.
+func (p *Proxier) publish() {
+	cfg := p.renderCfg
+	p.core.Publish(proxycore.Published{
+		NodePortAddresses: cfg.NodePortAddresses, LocalDetector: cfg.LocalDetector,
+		ServiceCIDRs: cfg.ServiceCIDRs,
+		Describe: func(v *model.ServicePortView) []string {
+			f := render.RenderService(&cfg, v)
+			return f.Describe()
+		},
+	})
+}
+
 // Precommit commits the model's pending changes ahead of the first sync, for it
 // (model.Precommitter); it does nothing once a sync has run. It must be called from
 // the goroutine that calls Sync.
@@ -106,6 +122,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	if !full && !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0 {
 		p.core.FollowUp.Succeeded(ctx, update, start, false)
 		p.afterSync(ctx, false, update.Changed, update.Deleted)
+		p.core.Record(start, update, false, false, 0, nil)
 		return false, nil
 	}
 
@@ -163,13 +180,19 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		p.applied = nil
 		p.core.FollowUp.Failed(update)
 		p.cfg.Metrics.IncNFTablesSyncFailures()
-		return true, fmt.Errorf("nftables %s transaction (%d operations, full=%t): %w", p.cfg.Family, ops, full, err)
+		err = fmt.Errorf("nftables %s transaction (%d operations, full=%t): %w", p.cfg.Family, ops, full, err)
+		p.core.Record(start, update, full, true, ops, err)
+		return true, err
 	}
 	commit()
 	logger.V(2).Info("Synced nftables rules", "full", full, "changed", len(update.Changed), "deleted", len(update.Deleted),
 		"operations", ops, "elapsed", p.cfg.Clock.Since(start))
 	p.core.FollowUp.Succeeded(ctx, update, start, full)
 	p.afterSync(ctx, full, update.Changed, update.Deleted)
+	if ops > 0 {
+		p.publish()
+	}
+	p.core.Record(start, update, full, ops > 0, ops, nil)
 	return ops > 0, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -53,6 +54,9 @@ type Core struct {
 	// full sync succeeded.
 	LastFullSync time.Time
 	commits      model.Precommitter
+	// history and published serve the state API (inspect.go).
+	history   History
+	published atomic.Pointer[Published]
 }
 
 // New returns the Core of a proxier of mode ("nftables", "iptables": for errors),

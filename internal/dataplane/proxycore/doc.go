@@ -8,6 +8,11 @@
 //     API data the model skipped, keeps the time of the last full sync, refreshes
 //     the node's NodePort addresses, and owns the follow-up work of a sync
 //     (internal/dataplane/followup).
+//   - What the state API (internal/inspect) reads of a proxier, from any goroutine
+//     (inspect.go): the last HistoryLen syncs (Record, Syncs) and what the last
+//     write used (Publish, Published: NodePort addresses, local detector,
+//     ServiceCIDRs, and a function that renders one ServicePort's kernel objects
+//     as text). Nothing rendered is kept for it.
 //   - RenderChanged: renders the ServicePorts an update changed, with a nil fragment
 //     for each deleted one, which is what every mode's Plan takes.
 //

@@ -1,0 +1,78 @@
+package inspect
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Source is what the handler serves from: the node's name, the proxy mode, and
+// the families (primary first).
+type Source struct {
+	NodeName string
+	Mode     string
+	Families []Family
+}
+
+// Handler serves the state API under PathPrefix (see the package documentation).
+// src must not change once the handler serves.
+func Handler(src *Source) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathPrefix+"node", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, BuildNode(src.NodeName, src.Mode, src.Families))
+	})
+	mux.HandleFunc("GET "+PathPrefix+"services", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		limit := 0
+		if s := q.Get("limit"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				writeError(w, http.StatusBadRequest, "limit: not a non-negative integer: "+strconv.Quote(s))
+				return
+			}
+			limit = n
+		}
+		writeJSON(w, http.StatusOK, BuildServiceList(src.Families, q.Get("namespace"), q.Get("continue"), limit))
+	})
+	mux.HandleFunc("GET "+PathPrefix+"services/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+		port := r.URL.Query().Get("port")
+		svc, ok := BuildService(src.Families, name, port)
+		if !ok {
+			msg := "no Service " + name.String() + " in this proxy's model"
+			if port != "" {
+				msg = "no port " + strconv.Quote(port) + " of Service " + name.String() + " in this proxy's model"
+			}
+			writeError(w, http.StatusNotFound, msg)
+			return
+		}
+		writeJSON(w, http.StatusOK, svc)
+	})
+	mux.HandleFunc(PathPrefix, func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such document: "+strings.TrimPrefix(r.URL.Path, PathPrefix))
+	})
+	return mux
+}
+
+// Status is the body of an error response.
+type Status struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Code       int    `json:"code"`
+	Message    string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, code int, message string) {
+	writeJSON(w, code, Status{APIVersion: APIVersion, Kind: "Status", Code: code, Message: message})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	// The client may have gone; there is no one left to tell.
+	_ = json.NewEncoder(w).Encode(v)
+}
