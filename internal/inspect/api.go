@@ -73,14 +73,19 @@ type ServiceSummary struct {
 	Ports     []PortSummary `json:"ports"`
 }
 
-// PortSummary is one ServicePort of one family in a list.
-type PortSummary struct {
+// PortID names one ServicePort of one family, in lists and in explanations.
+type PortID struct {
 	Family    string `json:"family"`
 	Name      string `json:"name"`
 	Protocol  string `json:"protocol"`
 	Port      int32  `json:"port"`
 	ClusterIP string `json:"clusterIP"`
 	NodePort  int32  `json:"nodePort,omitempty"`
+}
+
+// PortSummary is one ServicePort of one family in a list.
+type PortSummary struct {
+	PortID
 	// Endpoints counts every endpoint; Usable those some traffic from this node
 	// may be sent to.
 	Endpoints int `json:"endpoints"`
@@ -98,12 +103,7 @@ type Service struct {
 
 // ServicePort is one port of one family of a Service.
 type ServicePort struct {
-	Family                   string   `json:"family"`
-	Name                     string   `json:"name"`
-	Protocol                 string   `json:"protocol"`
-	Port                     int32    `json:"port"`
-	ClusterIP                string   `json:"clusterIP"`
-	NodePort                 int32    `json:"nodePort,omitempty"`
+	PortID
 	ExternalIPs              []string `json:"externalIPs,omitempty"`
 	LoadBalancerIPs          []string `json:"loadBalancerIPs,omitempty"`
 	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`

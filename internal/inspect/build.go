@@ -104,8 +104,7 @@ func BuildServiceList(families []Family, namespace, after string, limit int) *Se
 				}
 				view := st.View(name)
 				ports = append(ports, PortSummary{
-					Family: string(st.Family()), Name: name.Port, Protocol: string(name.Protocol),
-					Port: view.Port, ClusterIP: view.ClusterIP.String(), NodePort: view.NodePort,
+					PortID:    portOf(st, view.ServicePort),
 					Endpoints: len(st.Endpoints(name)), Usable: len(view.AllReachableEndpoints),
 				})
 				owners = append(owners, name.NamespacedName)
@@ -171,8 +170,7 @@ func BuildService(families []Family, name types.NamespacedName, port string) (*S
 func explainPort(st *model.State, view *model.ServicePortView, pub *proxycore.Published) ServicePort {
 	sp := view.ServicePort
 	out := ServicePort{
-		Family: string(st.Family()), Name: sp.Name.Port, Protocol: string(sp.Protocol), Port: sp.Port,
-		ClusterIP: sp.ClusterIP.String(), NodePort: sp.NodePort,
+		PortID:      portOf(st, sp),
 		ExternalIPs: texts(sp.ExternalIPs), LoadBalancerIPs: texts(sp.LoadBalancerVIPs),
 		LoadBalancerSourceRanges: texts(sp.LoadBalancerSourceRanges),
 		InternalTrafficPolicy:    policy(sp.InternalPolicyLocal),
@@ -204,6 +202,13 @@ func explainPort(st *model.State, view *model.ServicePortView, pub *proxycore.Pu
 		out.KernelObjects = append(out.KernelObjects, pub.Describe(view)...)
 	}
 	return out
+}
+
+func portOf(st *model.State, sp *model.ServicePort) PortID {
+	return PortID{
+		Family: string(st.Family()), Name: sp.Name.Port, Protocol: string(sp.Protocol), Port: sp.Port,
+		ClusterIP: sp.ClusterIP.String(), NodePort: sp.NodePort,
+	}
 }
 
 // traffic is how one kind of traffic is handled: forwarded to the Local or Cluster
