@@ -101,9 +101,12 @@ func demo(ctx context.Context, l *lab.Lab) error {
 		return fmt.Errorf("kube-proxy explain: %w", err)
 	}
 	fmt.Println("\nwhat node1 does with it, and why (kube-proxy explain service default/web, in node1):")
-	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		fmt.Println("  " + line)
+	printIndented(out)
+	if out, err = l.Node1.NS.Run(ctx, bin, "explain", "node", "--syncs", "3"); err != nil {
+		return fmt.Errorf("kube-proxy explain node: %w", err)
 	}
+	fmt.Println("\nthe node's side (kube-proxy explain node --syncs 3, in node1):")
+	printIndented(out)
 
 	out, err = l.Node1.NS.Run(ctx, "nft", "list", "table", "ip", "kube-proxy")
 	if err != nil {
@@ -115,6 +118,13 @@ func demo(ctx context.Context, l *lab.Lab) error {
 		fmt.Println("  " + line)
 	}
 	return nil
+}
+
+// printIndented prints a command's output indented by two spaces.
+func printIndented(out string) {
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		fmt.Println("  " + line)
+	}
 }
 
 func printCounts(counts map[string]int) {
