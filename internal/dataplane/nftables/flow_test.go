@@ -6,7 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
-	"github.com/kproxy/kproxy/internal/testing/nfttrace"
+	"github.com/kproxy/kproxy/internal/trace"
+	"github.com/kproxy/kproxy/internal/trace/nfttrace"
 )
 
 type flow struct {
@@ -32,7 +33,7 @@ func (f *fixture) checkPackets(flows []flow) {
 	}
 	for _, tc := range flows {
 		f.t.Run(tc.name, func(t *testing.T) {
-			p := nfttrace.Packet{SourceIP: tc.source, SourcePort: 40000, DestIP: tc.dest, DestPort: tc.port,
+			p := trace.Packet{SourceIP: tc.source, SourcePort: 40000, DestIP: tc.dest, DestPort: tc.port,
 				Protocol: tc.proto, LocallyGenerated: tc.local}
 			if !tc.local {
 				p.InputInterface = "eth0"

@@ -1,7 +1,7 @@
 // Package nfttext is kproxy's one reader of nft text: a lexer and a parser of the
 // nft syntax kproxy meets, shared by whatever reads it. Writers of nft text are
 // elsewhere (internal/nft prints the renderer's typed rules); readers are the
-// packet tracer (internal/testing/nfttrace, over the rules of a knftables Fake,
+// packet tracer (internal/trace/nfttrace, over the rules of a knftables Fake,
 // and soon over a node's listing) and the knftables front end of the netlink
 // writer (internal/nftnetlink: Run, RunScript and Check read a transaction's
 // text, lowered to internal/nft's typed operations).

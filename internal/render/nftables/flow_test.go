@@ -9,7 +9,8 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
-	"github.com/kproxy/kproxy/internal/testing/nfttrace"
+	"github.com/kproxy/kproxy/internal/trace"
+	"github.com/kproxy/kproxy/internal/trace/nfttrace"
 )
 
 const (
@@ -42,7 +43,7 @@ func runFlowTests(t *testing.T, fake *knftables.Fake, tests []flowTest) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := nfttrace.Packet{SourceIP: tc.source, DestIP: tc.dest, DestPort: tc.port, SourcePort: 40000,
+			p := trace.Packet{SourceIP: tc.source, DestIP: tc.dest, DestPort: tc.port, SourcePort: 40000,
 				Protocol: tc.protocol, LocallyGenerated: tc.local}
 			if !tc.local {
 				p.InputInterface = "eth0"
@@ -266,7 +267,7 @@ func TestFlowsHairpin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := tracer.Trace(nfttrace.Packet{SourceIP: "10.180.0.1", DestIP: "172.30.0.41", DestPort: 80, SourcePort: 40000, InputInterface: "veth0"})
+		res, err := tracer.Trace(trace.Packet{SourceIP: "10.180.0.1", DestIP: "172.30.0.41", DestPort: 80, SourcePort: 40000, InputInterface: "veth0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +357,7 @@ func TestFlowsIPv6(t *testing.T) {
 			if netip.MustParsePrefix("fd10::/64").Contains(netip.MustParseAddr(tc.src)) {
 				iif = "veth0"
 			}
-			res, err := tracer.Trace(nfttrace.Packet{SourceIP: tc.src, DestIP: tc.dst, DestPort: tc.port, SourcePort: 40000, InputInterface: iif})
+			res, err := tracer.Trace(trace.Packet{SourceIP: tc.src, DestIP: tc.dst, DestPort: tc.port, SourcePort: 40000, InputInterface: iif})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,8 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/model"
-	"github.com/kproxy/kproxy/internal/testing/nfttrace"
+	"github.com/kproxy/kproxy/internal/trace"
+	"github.com/kproxy/kproxy/internal/trace/nfttrace"
 )
 
 // localhostNodePortViews are the localhost NodePort cases: a TCP NodePort with an
@@ -135,7 +136,7 @@ func TestFlowsLocalhostNodePorts(t *testing.T) {
 						if netipIsLoopback(f.dest) {
 							src = f.dest
 						}
-						res, err := tracer.Trace(nfttrace.Packet{SourceIP: src, DestIP: f.dest, DestPort: f.port, SourcePort: 40000,
+						res, err := tracer.Trace(trace.Packet{SourceIP: src, DestIP: f.dest, DestPort: f.port, SourcePort: 40000,
 							Protocol: f.protocol, LocallyGenerated: true})
 						if err != nil {
 							t.Fatalf("%s: trace: %v", f.name, err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/render/rendertest"
-	"github.com/kproxy/kproxy/internal/testing/nfttrace"
+	"github.com/kproxy/kproxy/internal/trace/nfttrace"
 )
 
 var (

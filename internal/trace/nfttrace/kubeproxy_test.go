@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // kubeProxyRuleset is shaped like the ruleset upstream kube-proxy's nftables mode
@@ -99,22 +101,22 @@ func TestKubeProxyShapedRuleset(t *testing.T) {
 	both := "10.180.0.1:80, 10.180.0.2:80"
 	for _, tc := range []struct {
 		name   string
-		pkt    Packet
+		pkt    trace.Packet
 		output string
 		masq   bool
 	}{
-		{"pod to cluster IP", Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.41", DestPort: 80}, both, false},
-		{"external to cluster IP", Packet{SourceIP: "192.168.0.99", DestIP: "172.30.0.41", DestPort: 80}, both, true},
-		{"node to cluster IP", Packet{SourceIP: "192.168.0.2", DestIP: "172.30.0.41", DestPort: 80, LocallyGenerated: true}, both, true},
-		{"cluster IP wrong port", Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.41", DestPort: 81}, "REJECT", false},
-		{"cluster IP udp", Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.41", Protocol: "udp", DestPort: 80}, "REJECT", false},
-		{"no endpoints", Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.42", DestPort: 80}, "REJECT", false},
-		{"no endpoints from node", Packet{SourceIP: "192.168.0.2", DestIP: "172.30.0.42", DestPort: 80, LocallyGenerated: true}, "REJECT", false},
-		{"nodeport", Packet{SourceIP: "192.168.0.99", DestIP: "192.168.0.2", DestPort: 3001}, both, true},
-		{"nodeport wrong port goes to the node", Packet{SourceIP: "192.168.0.99", DestIP: "192.168.0.2", DestPort: 3002}, "ACCEPT", false},
-		{"load balancer allowed source", Packet{SourceIP: "203.0.113.5", DestIP: "1.2.3.4", DestPort: 80}, both, true},
-		{"load balancer denied source", Packet{SourceIP: "203.0.113.200", DestIP: "1.2.3.4", DestPort: 80}, "DROP", false},
-		{"established skips nat and checks", Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.42", DestPort: 80, CTState: "established"}, "ACCEPT", false},
+		{"pod to cluster IP", trace.Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.41", DestPort: 80}, both, false},
+		{"external to cluster IP", trace.Packet{SourceIP: "192.168.0.99", DestIP: "172.30.0.41", DestPort: 80}, both, true},
+		{"node to cluster IP", trace.Packet{SourceIP: "192.168.0.2", DestIP: "172.30.0.41", DestPort: 80, LocallyGenerated: true}, both, true},
+		{"cluster IP wrong port", trace.Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.41", DestPort: 81}, "REJECT", false},
+		{"cluster IP udp", trace.Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.41", Protocol: "udp", DestPort: 80}, "REJECT", false},
+		{"no endpoints", trace.Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.42", DestPort: 80}, "REJECT", false},
+		{"no endpoints from node", trace.Packet{SourceIP: "192.168.0.2", DestIP: "172.30.0.42", DestPort: 80, LocallyGenerated: true}, "REJECT", false},
+		{"nodeport", trace.Packet{SourceIP: "192.168.0.99", DestIP: "192.168.0.2", DestPort: 3001}, both, true},
+		{"nodeport wrong port goes to the node", trace.Packet{SourceIP: "192.168.0.99", DestIP: "192.168.0.2", DestPort: 3002}, "ACCEPT", false},
+		{"load balancer allowed source", trace.Packet{SourceIP: "203.0.113.5", DestIP: "1.2.3.4", DestPort: 80}, both, true},
+		{"load balancer denied source", trace.Packet{SourceIP: "203.0.113.200", DestIP: "1.2.3.4", DestPort: 80}, "DROP", false},
+		{"established skips nat and checks", trace.Packet{SourceIP: "10.0.0.2", DestIP: "172.30.0.42", DestPort: 80, CTState: "established"}, "ACCEPT", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := tr.Trace(tc.pkt)
@@ -129,7 +131,7 @@ func TestKubeProxyShapedRuleset(t *testing.T) {
 
 	// Hairpin: endpoint 10.180.0.1 reaching its own service is masqueraded only on
 	// the path that picks itself.
-	res, err := tr.Trace(Packet{SourceIP: "10.180.0.1", DestIP: "172.30.0.41", DestPort: 80})
+	res, err := tr.Trace(trace.Packet{SourceIP: "10.180.0.1", DestIP: "172.30.0.41", DestPort: 80})
 	if err != nil {
 		t.Fatal(err)
 	}

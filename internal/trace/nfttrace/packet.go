@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // pktState is the mutable state of the packet during one traced path.
@@ -20,7 +22,7 @@ type pktState struct {
 	ctStatus         map[string]bool
 }
 
-func newPacketState(p Packet) (pktState, error) {
+func newPacketState(p trace.Packet) (pktState, error) {
 	var s pktState
 	src, err := netip.ParseAddr(p.SourceIP)
 	if err != nil {

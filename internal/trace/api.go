@@ -1,4 +1,4 @@
-package nfttrace
+package trace
 
 import (
 	"sort"
@@ -100,7 +100,8 @@ func (r *Result) TraceString() string {
 	return strings.Join(r.Trace, "\n")
 }
 
-func aggregate(outcomes []Outcome) *Result {
+// Aggregate is the Result of outcomes, the explored paths of one packet.
+func Aggregate(outcomes []Outcome) *Result {
 	r := &Result{Outcomes: outcomes}
 	verdicts := map[Verdict]bool{}
 	dnats := map[string]bool{}

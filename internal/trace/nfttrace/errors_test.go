@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // TestUnsupportedSyntaxFailsLoudly checks that anything the tracer does not understand
@@ -96,7 +98,7 @@ add rule FAM t forward jump used`, ``},
 
 func TestBadPackets(t *testing.T) {
 	nft := newFake(t, knftables.IPv4Family, baseChains)
-	for _, p := range []Packet{
+	for _, p := range []trace.Packet{
 		{SourceIP: "10.0.0.1", DestIP: "nope"},
 		{SourceIP: "10.0.0.1", DestIP: "fd00::1"},
 		{SourceIP: "10.0.0.1", DestIP: "10.0.0.2", Protocol: "tcpp"},

@@ -1,9 +1,9 @@
-// Package nfttrace is a test helper that answers "where does this packet go?" for an
+// Package nfttrace answers "where does this packet go?" (internal/trace) for an
 // nftables ruleset held in a sigs.k8s.io/knftables Fake.
 //
 // It is a small interpreter of nft rule text, not a set of regexes tailored to one
 // renderer: each rule is parsed by internal/nft/nfttext, the repository's one nft
-// parser, and its syntax tree is evaluated against a described Packet; this package
+// parser, and its syntax tree is evaluated against a described trace.Packet; this package
 // only gives the parsed words their meaning (values.go) and runs the statements. The packet is walked through the base
 // chains of every ip/ip6/inet table in the Fake, ordered by hook and priority the way
 // the kernel orders them for the packet's path:
@@ -25,7 +25,7 @@
 //   - dnat/snat/masquerade are terminal (they accept the packet for that base chain);
 //   - accept ends the current base chain only; drop and reject end the trace;
 //   - "numgen random" is explored exhaustively: every alternative is traced, and the
-//     Result holds one Outcome per path (so DNATTargets lists all endpoints);
+//     trace.Result holds one trace.Outcome per path (so DNATTargets lists all endpoints);
 //   - "update @set { ... }" is a no-op; set lookups see only the elements present in
 //     the Fake, so affinity sets are empty unless the test pre-populates them;
 //   - "ct status dnat" is true once a DNAT happened earlier in the same trace.

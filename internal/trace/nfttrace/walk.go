@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // run is one traced path of a packet (one sequence of numgen choices).
@@ -12,7 +14,7 @@ type run struct {
 	tr     *Tracer
 	tables []tableRef
 	pkt    pktState
-	out    Outcome
+	out    trace.Outcome
 
 	choices []int // choices to replay, then 0 for new choice points
 	made    []int // choices made so far
@@ -37,7 +39,7 @@ type baseChain struct {
 
 // walk sends the packet along its path, stopping at the first drop or reject.
 func (r *run) walk() error {
-	r.out.Verdict = Accept
+	r.out.Verdict = trace.Accept
 	if r.pkt.locallyGenerated {
 		r.pkt.iif = ""
 		r.routeOutput()
@@ -128,10 +130,10 @@ func (r *run) runHook(hook knftables.BaseChainHook) (bool, error) {
 		}
 		switch v {
 		case vDrop:
-			r.out.Verdict = Drop
+			r.out.Verdict = trace.Drop
 			return true, nil
 		case vReject:
-			r.out.Verdict = Reject
+			r.out.Verdict = trace.Reject
 			return true, nil
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/nft/nfttext"
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // maxOutcomes bounds the exploration of random choices, so a mistaken ruleset cannot
@@ -43,7 +44,7 @@ func New(nft *knftables.Fake, localAddresses []string) (*Tracer, error) {
 }
 
 // Trace is a shorthand for New(nft, localAddresses) followed by Trace(p).
-func Trace(nft *knftables.Fake, localAddresses []string, p Packet) (*Result, error) {
+func Trace(nft *knftables.Fake, localAddresses []string, p trace.Packet) (*trace.Result, error) {
 	t, err := New(nft, localAddresses)
 	if err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func Trace(nft *knftables.Fake, localAddresses []string, p Packet) (*Result, err
 // Trace runs p through the ruleset and returns every possible outcome. An error means
 // the packet description is invalid, or a rule, set or map the packet reached could
 // not be understood (the error names it).
-func (t *Tracer) Trace(p Packet) (*Result, error) {
+func (t *Tracer) Trace(p trace.Packet) (*trace.Result, error) {
 	pkt, err := newPacketState(p)
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ func (t *Tracer) Trace(p Packet) (*Result, error) {
 	defer t.nft.RUnlock()
 	tables := t.tablesFor(pkt.v6)
 
-	var outcomes []Outcome
+	var outcomes []trace.Outcome
 	pending := [][]int{nil} // choice prefixes still to explore (a stack)
 	for len(pending) > 0 {
 		prefix := pending[len(pending)-1]
@@ -91,7 +92,7 @@ func (t *Tracer) Trace(p Packet) (*Result, error) {
 			pending = append(pending, next[i])
 		}
 	}
-	return aggregate(outcomes), nil
+	return trace.Aggregate(outcomes), nil
 }
 
 // Validate parses every rule of every table, and every element of every set and map

@@ -6,21 +6,23 @@ import (
 	"testing"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // traceCase is one packet traced through baseChains plus rules.
 type traceCase struct {
 	name   string
-	rules  string // appended to baseChains
-	pkt    Packet // zero fields default from defaultPacket
-	want   Verdict
+	rules  string       // appended to baseChains
+	pkt    trace.Packet // zero fields default from defaultPacket
+	want   trace.Verdict
 	dnat   []string
 	masq   bool
 	mark   *uint32 // final mark of every outcome, when set
 	traced string  // a substring the trace must contain, when set
 }
 
-func runTraceCases(t *testing.T, family knftables.Family, local []string, defaults Packet, cases []traceCase) {
+func runTraceCases(t *testing.T, family knftables.Family, local []string, defaults trace.Packet, cases []traceCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,7 +43,7 @@ func runTraceCases(t *testing.T, family knftables.Family, local []string, defaul
 			res := mustTrace(t, nft, local, p)
 			want := tc.want
 			if want == "" {
-				want = Accept
+				want = trace.Accept
 			}
 			if res.Verdict != want || !slices.Equal(res.DNATTargets, tc.dnat) || res.Masquerade != tc.masq {
 				t.Errorf("got verdict %s, dnat %v, masq %v; want %s, %v, %v\ntrace:\n%s",
@@ -63,64 +65,64 @@ func runTraceCases(t *testing.T, family knftables.Family, local []string, defaul
 
 func ptrTo[T any](v T) *T { return &v }
 
-var defaultPacket4 = Packet{SourceIP: "10.0.0.1", DestIP: "172.30.0.1", DestPort: 80, InputInterface: "eth0"}
+var defaultPacket4 = trace.Packet{SourceIP: "10.0.0.1", DestIP: "172.30.0.1", DestPort: 80, InputInterface: "eth0"}
 
 func TestTraceIPv4(t *testing.T) {
 	runTraceCases(t, knftables.IPv4Family, []string{"192.168.0.1"}, defaultPacket4, []traceCase{
 		{name: "empty ruleset accepts"},
-		{name: "daddr equal", rules: `add rule FAM t forward ip daddr 172.30.0.1 drop`, want: Drop,
+		{name: "daddr equal", rules: `add rule FAM t forward ip daddr 172.30.0.1 drop`, want: trace.Drop,
 			traced: "[forward] ip daddr 172.30.0.1 drop"},
-		{name: "daddr explicit ==", rules: `add rule FAM t forward ip daddr == 172.30.0.1 drop`, want: Drop},
+		{name: "daddr explicit ==", rules: `add rule FAM t forward ip daddr == 172.30.0.1 drop`, want: trace.Drop},
 		{name: "daddr no match", rules: `add rule FAM t forward ip daddr 172.30.0.2 drop`},
 		{name: "daddr != prefix", rules: `add rule FAM t forward ip daddr != 172.30.0.0/16 drop`},
-		{name: "daddr != prefix matches", rules: `add rule FAM t forward ip daddr != 10.0.0.0/8 drop`, want: Drop},
-		{name: "saddr anonymous set", rules: `add rule FAM t forward ip saddr { 10.0.0.5, 10.0.0.1 } reject`, want: Reject},
+		{name: "daddr != prefix matches", rules: `add rule FAM t forward ip daddr != 10.0.0.0/8 drop`, want: trace.Drop},
+		{name: "saddr anonymous set", rules: `add rule FAM t forward ip saddr { 10.0.0.5, 10.0.0.1 } reject`, want: trace.Reject},
 		{name: "saddr != anonymous set", rules: `add rule FAM t forward ip saddr != { 10.0.0.0/8, 192.168.0.0/16 } drop`},
-		{name: "saddr range", rules: `add rule FAM t forward ip saddr 10.0.0.0-10.0.0.9 drop`, want: Drop},
-		{name: "named set with prefix", want: Drop, rules: `
+		{name: "saddr range", rules: `add rule FAM t forward ip saddr 10.0.0.0-10.0.0.9 drop`, want: trace.Drop},
+		{name: "named set with prefix", want: trace.Drop, rules: `
 add set FAM t blocked { type ipv4_addr ; flags interval ; }
 add element FAM t blocked { 10.0.0.0/24 }
 add rule FAM t forward ip saddr @blocked drop`},
 		{name: "named set != ", rules: `
 add set FAM t blocked { type ipv4_addr ; }
 add element FAM t blocked { 10.9.9.9 }
-add rule FAM t forward ip saddr != @blocked drop`, want: Drop},
-		{name: "tcp dport", rules: `add rule FAM t forward tcp dport 80 drop`, want: Drop},
-		{name: "tcp dport on udp packet", rules: `add rule FAM t forward tcp dport 80 drop`, pkt: Packet{Protocol: "udp"}},
-		{name: "udp dport", rules: `add rule FAM t forward udp dport 53 drop`, pkt: Packet{Protocol: "udp", DestPort: 53}, want: Drop},
-		{name: "sctp dport", rules: `add rule FAM t forward sctp dport 80 drop`, pkt: Packet{Protocol: "sctp"}, want: Drop},
-		{name: "th dport", rules: `add rule FAM t forward th dport 80 drop`, pkt: Packet{Protocol: "udp"}, want: Drop},
-		{name: "th dport on icmp", rules: `add rule FAM t forward th dport 0 drop`, pkt: Packet{Protocol: "icmp"}},
-		{name: "tcp dport set", rules: `add rule FAM t forward tcp dport { 443, 80 } drop`, want: Drop},
-		{name: "tcp dport range", rules: `add rule FAM t forward tcp dport 1-1024 drop`, want: Drop},
+add rule FAM t forward ip saddr != @blocked drop`, want: trace.Drop},
+		{name: "tcp dport", rules: `add rule FAM t forward tcp dport 80 drop`, want: trace.Drop},
+		{name: "tcp dport on udp packet", rules: `add rule FAM t forward tcp dport 80 drop`, pkt: trace.Packet{Protocol: "udp"}},
+		{name: "udp dport", rules: `add rule FAM t forward udp dport 53 drop`, pkt: trace.Packet{Protocol: "udp", DestPort: 53}, want: trace.Drop},
+		{name: "sctp dport", rules: `add rule FAM t forward sctp dport 80 drop`, pkt: trace.Packet{Protocol: "sctp"}, want: trace.Drop},
+		{name: "th dport", rules: `add rule FAM t forward th dport 80 drop`, pkt: trace.Packet{Protocol: "udp"}, want: trace.Drop},
+		{name: "th dport on icmp", rules: `add rule FAM t forward th dport 0 drop`, pkt: trace.Packet{Protocol: "icmp"}},
+		{name: "tcp dport set", rules: `add rule FAM t forward tcp dport { 443, 80 } drop`, want: trace.Drop},
+		{name: "tcp dport range", rules: `add rule FAM t forward tcp dport 1-1024 drop`, want: trace.Drop},
 		{name: "tcp dport !=", rules: `add rule FAM t forward tcp dport != 80 drop`},
-		{name: "tcp sport", rules: `add rule FAM t forward tcp sport 40000 drop`, pkt: Packet{SourcePort: 40000}, want: Drop},
-		{name: "meta l4proto", rules: `add rule FAM t forward meta l4proto udp drop`, pkt: Packet{Protocol: "udp"}, want: Drop},
+		{name: "tcp sport", rules: `add rule FAM t forward tcp sport 40000 drop`, pkt: trace.Packet{SourcePort: 40000}, want: trace.Drop},
+		{name: "meta l4proto", rules: `add rule FAM t forward meta l4proto udp drop`, pkt: trace.Packet{Protocol: "udp"}, want: trace.Drop},
 		{name: "meta l4proto other", rules: `add rule FAM t forward meta l4proto udp drop`},
-		{name: "ip protocol", rules: `add rule FAM t forward ip protocol tcp drop`, want: Drop},
-		{name: "meta nfproto", rules: `add rule FAM t forward meta nfproto ipv4 drop`, want: Drop},
-		{name: "iifname wildcard", rules: `add rule FAM t forward iifname "veth*" drop`, pkt: Packet{InputInterface: "veth1234"}, want: Drop},
+		{name: "ip protocol", rules: `add rule FAM t forward ip protocol tcp drop`, want: trace.Drop},
+		{name: "meta nfproto", rules: `add rule FAM t forward meta nfproto ipv4 drop`, want: trace.Drop},
+		{name: "iifname wildcard", rules: `add rule FAM t forward iifname "veth*" drop`, pkt: trace.Packet{InputInterface: "veth1234"}, want: trace.Drop},
 		{name: "iifname wildcard no match", rules: `add rule FAM t forward iifname "veth*" drop`},
 		{name: "meta iifname !=", rules: `add rule FAM t forward meta iifname != "eth0" drop`},
-		{name: "oifname", rules: `add rule FAM t forward oifname "eth1" drop`, pkt: Packet{OutputInterface: "eth1"}, want: Drop},
-		{name: "fib daddr type local to input", pkt: Packet{DestIP: "192.168.0.1", DestPort: 22}, want: Reject, rules: `
+		{name: "oifname", rules: `add rule FAM t forward oifname "eth1" drop`, pkt: trace.Packet{OutputInterface: "eth1"}, want: trace.Drop},
+		{name: "fib daddr type local to input", pkt: trace.Packet{DestIP: "192.168.0.1", DestPort: 22}, want: trace.Reject, rules: `
 add rule FAM t input fib daddr type local tcp dport 22 reject with icmp type port-unreachable`},
 		{name: "fib daddr type local not for remote", rules: `add rule FAM t forward fib daddr type local drop`},
-		{name: "fib saddr type local", pkt: Packet{SourceIP: "192.168.0.1", LocallyGenerated: true}, want: Drop, rules: `
+		{name: "fib saddr type local", pkt: trace.Packet{SourceIP: "192.168.0.1", LocallyGenerated: true}, want: trace.Drop, rules: `
 add rule FAM t filter-output fib saddr type local drop`},
-		{name: "fib daddr type != local", rules: `add rule FAM t forward fib daddr type != local drop`, want: Drop},
-		{name: "ct state invalid", rules: `add rule FAM t forward ct state invalid drop`, pkt: Packet{CTState: "invalid"}, want: Drop},
-		{name: "ct state established accepted", pkt: Packet{CTState: "established"}, rules: `
+		{name: "fib daddr type != local", rules: `add rule FAM t forward fib daddr type != local drop`, want: trace.Drop},
+		{name: "ct state invalid", rules: `add rule FAM t forward ct state invalid drop`, pkt: trace.Packet{CTState: "invalid"}, want: trace.Drop},
+		{name: "ct state established accepted", pkt: trace.Packet{CTState: "established"}, rules: `
 add rule FAM t forward ct state established,related accept
 add rule FAM t forward drop`},
-		{name: "ct state new dropped", want: Drop, rules: `
+		{name: "ct state new dropped", want: trace.Drop, rules: `
 add rule FAM t forward ct state { established, related } accept
 add rule FAM t forward drop`},
-		{name: "ct state new jump", want: Drop, rules: `
+		{name: "ct state new jump", want: trace.Drop, rules: `
 add chain FAM t check
 add rule FAM t check drop
 add rule FAM t forward ct state new jump check`},
-		{name: "nat skipped for established", pkt: Packet{CTState: "established"}, rules: `
+		{name: "nat skipped for established", pkt: trace.Packet{CTState: "established"}, rules: `
 add rule FAM t prerouting dnat to 10.0.0.5:8080`},
 		{name: "ct status dnat", dnat: []string{"10.0.0.5:8080"}, masq: true, rules: `
 add rule FAM t prerouting ip daddr 172.30.0.1 dnat to 10.0.0.5:8080
@@ -132,11 +134,11 @@ add rule FAM t postrouting mark and 0x4000 != 0 mark set mark xor 0x4000 masquer
 		{name: "meta mark syntax", masq: true, mark: ptrTo[uint32](0x1), rules: `
 add rule FAM t prerouting meta mark set meta mark | 0x4000
 add rule FAM t postrouting meta mark & 0x4000 != 0 meta mark set meta mark ^ 0x4000 masquerade random,persistent`,
-			pkt: Packet{Mark: 0x1}},
+			pkt: trace.Packet{Mark: 0x1}},
 		{name: "mark set literal", mark: ptrTo[uint32](0x10), rules: `add rule FAM t forward meta mark set 0x10`},
 		{name: "mark not set no masquerade", rules: `
 add rule FAM t postrouting meta mark & 0x4000 == 0x4000 masquerade`},
-		{name: "initial mark masquerade", masq: true, pkt: Packet{Mark: 0x4000}, rules: `
+		{name: "initial mark masquerade", masq: true, pkt: trace.Packet{Mark: 0x4000}, rules: `
 add rule FAM t postrouting meta mark & 0x4000 != 0 masquerade`},
 		{name: "dnat to ip:port", dnat: []string{"10.0.0.5:8080"}, rules: `add rule FAM t prerouting meta l4proto tcp dnat to 10.0.0.5:8080`},
 		{name: "dnat ip to", dnat: []string{"10.0.0.5:8080"}, rules: `add rule FAM t prerouting dnat ip to 10.0.0.5:8080`},
@@ -172,16 +174,16 @@ add map FAM t service-ips { type ipv4_addr . inet_proto . inet_service : verdict
 add element FAM t service-ips { 172.30.0.1 . tcp . 80 : goto svc }
 add element FAM t service-ips { 172.30.0.1 . udp . 80 : drop }
 add rule FAM t prerouting ip daddr . meta l4proto . th dport vmap @service-ips`},
-		{name: "verdict map dispatch udp", pkt: Packet{Protocol: "udp"}, want: Drop, rules: `
+		{name: "verdict map dispatch udp", pkt: trace.Packet{Protocol: "udp"}, want: trace.Drop, rules: `
 add chain FAM t svc
 add map FAM t service-ips { type ipv4_addr . inet_proto . inet_service : verdict ; }
 add element FAM t service-ips { 172.30.0.1 . tcp . 80 : goto svc }
 add element FAM t service-ips { 172.30.0.1 . udp . 80 : drop }
 add rule FAM t prerouting ip daddr . meta l4proto . th dport vmap @service-ips`},
-		{name: "anonymous vmap", want: Reject, rules: `
+		{name: "anonymous vmap", want: trace.Reject, rules: `
 add rule FAM t forward tcp dport vmap { 22 : accept, 80 : reject }
 add rule FAM t forward drop`},
-		{name: "jump then return continues", want: Drop, rules: `
+		{name: "jump then return continues", want: trace.Drop, rules: `
 add chain FAM t a
 add rule FAM t a return
 add rule FAM t a accept
@@ -193,21 +195,21 @@ add chain FAM t b
 add rule FAM t a goto b
 add rule FAM t a drop
 add rule FAM t forward jump a`},
-		{name: "accept ends only its base chain", want: Drop, rules: `
+		{name: "accept ends only its base chain", want: trace.Drop, rules: `
 add rule FAM t filter-prerouting accept
 add rule FAM t forward drop`},
-		{name: "continue", want: Drop, rules: `
+		{name: "continue", want: trace.Drop, rules: `
 add rule FAM t forward continue
 add rule FAM t forward drop`},
-		{name: "policy drop", want: Drop, rules: `
+		{name: "policy drop", want: trace.Drop, rules: `
 add chain FAM t strict { type filter hook forward priority 10 ; policy drop ; }`},
-		{name: "priority order", want: Reject, rules: `
+		{name: "priority order", want: trace.Reject, rules: `
 add chain FAM t early { type filter hook forward priority -5 ; }
 add rule FAM t early reject
 add rule FAM t forward drop`},
-		{name: "reject with tcp reset", want: Reject, rules: `add rule FAM t forward reject with tcp reset`},
-		{name: "reject with icmpx", want: Reject, rules: `add rule FAM t forward reject with icmpx admin-prohibited`},
-		{name: "counter log comment", want: Drop, traced: `counter name "c1"`, rules: `
+		{name: "reject with tcp reset", want: trace.Reject, rules: `add rule FAM t forward reject with tcp reset`},
+		{name: "reject with icmpx", want: trace.Reject, rules: `add rule FAM t forward reject with icmpx admin-prohibited`},
+		{name: "counter log comment", want: trace.Drop, traced: `counter name "c1"`, rules: `
 add rule FAM t forward counter name "c1" log prefix "kp: " level info flags all counter packets 0 bytes 0 drop comment "bye"`},
 		{name: "affinity empty", dnat: []string{"10.0.0.5:80", "10.0.0.6:80"}, rules: `
 add set FAM t aff { type ipv4_addr ; flags timeout ; }
@@ -235,7 +237,7 @@ add rule FAM t prerouting goto svc`},
 		{name: "dnat to local goes to input", dnat: []string{"192.168.0.1:8080"}, rules: `
 add rule FAM t prerouting dnat to 192.168.0.1:8080
 add rule FAM t forward drop`},
-		{name: "dnat to remote goes to forward", dnat: []string{"10.0.0.5:8080"}, want: Drop, rules: `
+		{name: "dnat to remote goes to forward", dnat: []string{"10.0.0.5:8080"}, want: trace.Drop, rules: `
 add rule FAM t prerouting dnat to 10.0.0.5:8080
 add rule FAM t input drop
 add rule FAM t forward ip daddr 10.0.0.5 tcp dport 8080 drop`},
@@ -248,7 +250,7 @@ add set FAM t hairpin { type ipv4_addr . ipv4_addr . inet_proto . inet_service ;
 add element FAM t hairpin { 10.0.0.1 . 10.0.0.1 . tcp . 80 }
 add rule FAM t prerouting dnat to 10.0.0.1:80
 add rule FAM t postrouting ct status dnat ip saddr . ip daddr . meta l4proto . th dport @hairpin masquerade fully-random`},
-		{name: "firewall allow interval concat", want: Drop, pkt: Packet{SourceIP: "11.0.0.1"}, rules: `
+		{name: "firewall allow interval concat", want: trace.Drop, pkt: trace.Packet{SourceIP: "11.0.0.1"}, rules: `
 add set FAM t allow { type ipv4_addr . inet_proto . inet_service . ipv4_addr ; flags interval ; }
 add element FAM t allow { 172.30.0.1 . tcp . 80 . 10.0.0.0/8 }
 add chain FAM t fw
@@ -262,26 +264,26 @@ add chain FAM t fw
 add rule FAM t fw ip daddr . meta l4proto . th dport . ip saddr @allow return
 add rule FAM t fw drop
 add rule FAM t filter-prerouting ct state new jump fw`},
-		{name: "nodeport via fib local", pkt: Packet{DestIP: "192.168.0.1", DestPort: 30080}, dnat: []string{"10.0.0.5:80"}, rules: `
+		{name: "nodeport via fib local", pkt: trace.Packet{DestIP: "192.168.0.1", DestPort: 30080}, dnat: []string{"10.0.0.5:80"}, rules: `
 add chain FAM t svc
 add rule FAM t svc dnat to 10.0.0.5:80
 add map FAM t nodeports { type inet_proto . inet_service : verdict ; }
 add element FAM t nodeports { tcp . 30080 : goto svc }
 add rule FAM t prerouting fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @nodeports`},
-		{name: "locally generated output dnat and masquerade", pkt: Packet{SourceIP: "192.168.0.1", LocallyGenerated: true},
+		{name: "locally generated output dnat and masquerade", pkt: trace.Packet{SourceIP: "192.168.0.1", LocallyGenerated: true},
 			dnat: []string{"10.0.0.5:80"}, masq: true, rules: `
 add rule FAM t output dnat to 10.0.0.5:80
 add rule FAM t prerouting drop
 add rule FAM t postrouting oifname != "lo" masquerade`},
-		{name: "locally generated to local re-enters via lo without nat", pkt: Packet{SourceIP: "192.168.0.1", DestIP: "192.168.0.1", LocallyGenerated: true},
-			want: Drop, rules: `
+		{name: "locally generated to local re-enters via lo without nat", pkt: trace.Packet{SourceIP: "192.168.0.1", DestIP: "192.168.0.1", LocallyGenerated: true},
+			want: trace.Drop, rules: `
 add rule FAM t prerouting dnat to 10.0.0.5:80
 add rule FAM t input iifname "lo" drop`},
-		{name: "locally generated skips prerouting for remote", pkt: Packet{SourceIP: "192.168.0.1", LocallyGenerated: true}, rules: `
+		{name: "locally generated skips prerouting for remote", pkt: trace.Packet{SourceIP: "192.168.0.1", LocallyGenerated: true}, rules: `
 add rule FAM t filter-prerouting drop
 add rule FAM t forward drop`},
-		{name: "locally generated dnat to local", pkt: Packet{SourceIP: "192.168.0.1", LocallyGenerated: true},
-			dnat: []string{"127.0.0.1:8080"}, want: Reject, rules: `
+		{name: "locally generated dnat to local", pkt: trace.Packet{SourceIP: "192.168.0.1", LocallyGenerated: true},
+			dnat: []string{"127.0.0.1:8080"}, want: trace.Reject, rules: `
 add rule FAM t output dnat to 127.0.0.1:8080
 add rule FAM t input ip daddr 127.0.0.1 tcp dport 8080 reject`},
 	})

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // newFake loads an "nft -f"-style dump into a Fake for table "t" of the given family.
@@ -64,7 +66,7 @@ add rule FAM t input-base jump input
 add rule FAM t filter-output-base jump filter-output
 `
 
-func mustTrace(t *testing.T, nft *knftables.Fake, local []string, p Packet) *Result {
+func mustTrace(t *testing.T, nft *knftables.Fake, local []string, p trace.Packet) *trace.Result {
 	t.Helper()
 	res, err := Trace(nft, local, p)
 	if err != nil {

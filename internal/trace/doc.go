@@ -1,0 +1,10 @@
+// Package trace holds what every packet tracer of kproxy shares: the described
+// packet (Packet) and what became of it (Outcome, Result). The evaluators live in
+// its subpackages, one per rule language: nfttrace for nftables rulesets. They are
+// pure: they evaluate rules they are given and never read the kernel themselves.
+//
+// Contract: a Result holds one Outcome per path the rules allow (a random choice
+// between endpoints is explored exhaustively), and its Verdict is the verdict all
+// paths share, or their sorted distinct verdicts joined by "," when they differ
+// (which equals none of the constants, so callers notice).
+package trace
