@@ -13,6 +13,7 @@ import (
 
 	"github.com/kproxy/kproxy/internal/config"
 	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/health"
 	"github.com/kproxy/kproxy/internal/inspect"
 	"github.com/kproxy/kproxy/internal/metrics"
@@ -199,6 +200,11 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 		stateFamily := inspect.Family{State: state}
 		if ip, ok := fp.syncer.(interface{ Inspectable() proxycore.Inspectable }); ok {
 			stateFamily.Proxier = ip.Inspectable()
+		}
+		if v, ok := fp.syncer.(interface {
+			Verify(context.Context) (*drift.Report, error)
+		}); ok {
+			stateFamily.Verify = v.Verify
 		}
 		d.stateAPI.Families = append(d.stateAPI.Families, stateFamily)
 		if pc, ok := fp.syncer.(interface{ Precommit() }); ok {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -96,11 +97,20 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		EndpointMaps:       true,
 		LocalhostNodePorts: localhostNodePorts(p),
 	}
+	// Drift detection reads the table over netlink whichever writer writes it:
+	// reading changes nothing, and nft's listings take seconds at 10,000 Services.
+	reader, ok := nft.(*nftnetlink.Executor)
+	if !ok {
+		if reader, err = nftnetlink.New(nftFamily, render.TableName, nftnetlink.Options{}); err != nil {
+			return nil, err
+		}
+	}
 	dpCfg := dpnft.Config{
-		Config:   p.coreConfig(localIPs, serviceHealth),
-		Render:   renderCfg,
-		NFT:      nft,
-		FullSync: p.fullSyncScope(),
+		Config:      p.coreConfig(localIPs, serviceHealth),
+		Render:      renderCfg,
+		NFT:         nft,
+		FullSync:    p.fullSyncScope(),
+		Inventories: reader,
 	}
 	// Localhost NodePorts (KubeProxyNFTablesLocalhostNodePorts): the userspace
 	// listeners follow every successful sync and run as the family's own part.
@@ -121,8 +131,13 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 		return nil, err
 	}
 	built := &builtFamily{syncer: proxier, setServiceCIDRs: proxier.SetServiceCIDRs, close: serviceHealth.Close}
-	if listeners != nil {
-		built.run = func(ctx context.Context, _ func()) error { return listeners.Run(ctx) }
+	built.run = func(ctx context.Context, trigger func()) error {
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return proxier.MonitorTable(ctx, reader.TableExists, dpnft.TableCheckInterval, trigger) })
+		if listeners != nil {
+			g.Go(func() error { return listeners.Run(ctx) })
+		}
+		return g.Wait()
 	}
 	return built, nil
 }
@@ -181,6 +196,9 @@ func (p familyParams) coreConfig(localIPs func() ([]netip.Addr, error), serviceH
 		Health:        p.health,
 		ServiceHealth: serviceHealth,
 		Recorder:      p.recorder,
+		// The background comparison of the kernel with what was applied runs once
+		// per sync period, so that a third party's change is repaired within one.
+		DriftCheckPeriod: p.cfg.SyncPeriod,
 	}
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -19,7 +20,7 @@ import (
 // a node (`kubectl exec ds/kube-proxy -- kube-proxy explain ...`). Upstream's
 // command takes no arguments, so a first argument naming one of them shadows no
 // invocation of the proxy (upstream would refuse it).
-var toolNames = []string{"explain"}
+var toolNames = []string{"explain", "verify"}
 
 // IsToolInvocation reports whether args (os.Args[1:]) run a tool rather than the
 // proxy.
@@ -32,16 +33,30 @@ func IsToolInvocation(args []string) bool {
 func ExecuteTool(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{Use: "kube-proxy", SilenceUsage: true, SilenceErrors: true}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newExplainCommand())
+	root.AddCommand(newExplainCommand(), newVerifyCommand())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
+		var exit exitCodeError
+		if errors.As(err, &exit) {
+			fmt.Fprintln(stderr, exit.msg)
+			return exit.code
+		}
 		fmt.Fprintf(stderr, "Error: %v\n", err)
 		return 1
 	}
 	return 0
 }
+
+// exitCodeError ends a tool with an exit code other than 1 and a message that is
+// not an error (kube-proxy verify: 2 when the kernel differs).
+type exitCodeError struct {
+	code int
+	msg  string
+}
+
+func (e exitCodeError) Error() string { return e.msg }
 
 // toolOptions are the flags every tool reading the state API takes.
 type toolOptions struct {

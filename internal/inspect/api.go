@@ -1,6 +1,10 @@
 package inspect
 
-import "time"
+import (
+	"time"
+
+	"github.com/kproxy/kproxy/internal/drift"
+)
 
 // APIVersion is the version of every document this package serves; PathPrefix is
 // where it serves them.
@@ -33,6 +37,9 @@ type NodeFamily struct {
 	ServiceCIDRs []string `json:"serviceCIDRs,omitempty"`
 	// Syncs are the last syncs, newest first.
 	Syncs []Sync `json:"syncs"`
+	// LastDriftCheck is the last background comparison of the kernel with what
+	// was applied (nil before the first, or when the mode makes none).
+	LastDriftCheck *drift.Report `json:"lastDriftCheck,omitempty"`
 }
 
 // LocalDetector is how traffic from this node's pods is recognized.

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/model"
 )
 
@@ -18,6 +20,9 @@ type Family struct {
 	State *model.State
 	// Proxier may be nil (nothing synced yet, or a test without one).
 	Proxier proxycore.Inspectable
+	// Verify compares the kernel with what the proxier applied; nil when the mode
+	// cannot.
+	Verify func(context.Context) (*drift.Report, error)
 }
 
 // published returns what f's proxier last wrote with, nil when nothing yet.
@@ -57,6 +62,7 @@ func BuildNode(nodeName, mode string, families []Family) *Node {
 				}
 				nf.Syncs = append(nf.Syncs, s)
 			}
+			nf.LastDriftCheck = f.Proxier.LastDrift()
 		}
 		n.Families = append(n.Families, nf)
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/testing/golden"
 )
@@ -40,6 +41,10 @@ func (f *fakeProxier) Syncs() []proxycore.SyncRecord {
 }
 
 func (f *fakeProxier) Published() *proxycore.Published { return f.published }
+
+func (f *fakeProxier) LastDrift() *drift.Report {
+	return &drift.Report{Family: "IPv4", Checked: time.Date(2026, 12, 5, 10, 0, 30, 0, time.UTC), Duration: 0.012}
+}
 
 // testFamilies is one IPv4 family holding a Service for each way traffic is
 // handled and each reason an endpoint is not used.
@@ -233,4 +238,34 @@ func TestHandler(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("limit=x: %s, want 400", resp.Status)
 	}
+}
+
+// TestVerification: every family's comparison, a family that cannot compare and
+// one whose comparison failed, as JSON and as the table `kube-proxy verify` prints.
+func TestVerification(t *testing.T) {
+	fams := testFamilies(t)
+	fams[0].Verify = func(context.Context) (*drift.Report, error) {
+		r := &drift.Report{Family: "IPv4", Checked: time.Date(2026, 12, 5, 10, 1, 0, 0, time.UTC), Duration: 0.0042}
+		r.Add(drift.Difference{Kind: "table", Change: drift.Missing})
+		r.Add(drift.Difference{Kind: "element", Name: "service-ips", Change: drift.Changed, Detail: "2 missing, 0 extra of 7"})
+		return r, nil
+	}
+	v6 := testFamilies(t)[0]
+	v6.Verify = func(context.Context) (*drift.Report, error) { return nil, errors.New("nothing applied yet") }
+	none := testFamilies(t)[0]
+	fams = append(fams, v6, none)
+	v := BuildVerification(context.Background(), fams)
+	if got := v.Differences(); got != 2 {
+		t.Errorf("Differences() = %d, want 2", got)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "verify.json", string(b)+"\n")
+	var table bytes.Buffer
+	if err := PrintVerification(&table, v); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "verify.txt", table.String())
 }

@@ -51,6 +51,7 @@ func Handler(src *Source) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, svc)
 	})
+	mux.HandleFunc("GET "+PathPrefix+"verify", verifyHandler(src))
 	mux.HandleFunc(PathPrefix, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such document: "+strings.TrimPrefix(r.URL.Path, PathPrefix))
 	})

@@ -5,6 +5,9 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/kproxy/kproxy/internal/drift"
 )
 
 // PrintService writes svc as a human-readable report.
@@ -150,6 +153,9 @@ func PrintNode(w io.Writer, n *Node, syncs int) error {
 		if len(f.ServiceCIDRs) > 0 {
 			fmt.Fprintf(tw, "  ServiceCIDRs:\t%s\n", strings.Join(f.ServiceCIDRs, ", "))
 		}
+		if d := f.LastDriftCheck; d != nil {
+			fmt.Fprintf(tw, "  Drift:\t%s\n", driftSummary(d))
+		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
@@ -178,4 +184,17 @@ func PrintNode(w io.Writer, n *Node, syncs int) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// driftSummary is one line about the last comparison of the kernel with what was
+// applied.
+func driftSummary(d *drift.Report) string {
+	at := d.Checked.UTC().Format(time.TimeOnly)
+	switch {
+	case d.Skipped:
+		return "last check at " + at + ": nothing committed to the kernel since the last clean comparison"
+	case d.Count == 0:
+		return fmt.Sprintf("last check at %s (%s): the kernel holds what was applied", at, seconds(d.Duration))
+	}
+	return fmt.Sprintf("last check at %s (%s): %d differences, repaired by a full sync", at, seconds(d.Duration), d.Count)
 }

@@ -142,3 +142,19 @@ func (f *FamilyMetrics) AddConntrackDeletedEntries(n int) {
 func unixSeconds(t time.Time) float64 {
 	return float64(t.UnixNano()) / 1e9
 }
+
+// SetDriftObjects sets kubeproxy_kproxy_drift_objects: the differences between the
+// kernel and what kproxy applied that the last comparison found.
+func (f *FamilyMetrics) SetDriftObjects(n int) {
+	if f != nil {
+		f.m.DriftObjects.WithLabelValues(f.family).Set(float64(n))
+	}
+}
+
+// IncDriftRepairs counts a full sync that repaired drift
+// (kubeproxy_kproxy_drift_repairs_total).
+func (f *FamilyMetrics) IncDriftRepairs() {
+	if f != nil {
+		f.m.DriftRepairsTotal.WithLabelValues(f.family).Inc()
+	}
+}

@@ -91,6 +91,13 @@ type Metrics struct {
 	ReconcileConntrackFlowsLatency *prometheus.HistogramVec
 	// ReconcileConntrackFlowsDeletedEntriesTotal: kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family}.
 	ReconcileConntrackFlowsDeletedEntriesTotal *prometheus.CounterVec
+	// DriftObjects: kubeproxy_kproxy_drift_objects{ip_family}, kproxy's own (not
+	// upstream's): the differences between the kernel's rules and those kproxy
+	// applied that the last comparison found (internal/drift).
+	DriftObjects *prometheus.GaugeVec
+	// DriftRepairsTotal: kubeproxy_kproxy_drift_repairs_total{ip_family}, kproxy's
+	// own: full syncs that rewrote rules someone else had changed.
+	DriftRepairsTotal *prometheus.CounterVec
 
 	registered bool
 }
@@ -167,6 +174,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			"ReconcileConntrackFlowsLatency latency in seconds", syncBuckets, labelIPFamily),
 		ReconcileConntrackFlowsDeletedEntriesTotal: counterVec("conntrack_reconciler_deleted_entries_total",
 			"Cumulative conntrack flows deleted by conntrack reconciler", labelIPFamily),
+		DriftObjects: gaugeVec("kproxy_drift_objects",
+			"Objects (tables, chains, rules, sets, elements) in which the kernel differs from what kproxy applied, at the last comparison", labelIPFamily),
+		DriftRepairsTotal: counterVec("kproxy_drift_repairs_total",
+			"Full syncs that rewrote the rules because the kernel differed from what kproxy applied", labelIPFamily),
 	}
 }
 

@@ -86,17 +86,20 @@ func TestRegisterPerMode(t *testing.T) {
 	nfacct := func(context.Context, string) (uint64, error) { return 7, nil }
 	nftCounters := func(context.Context, v1.IPFamily) (map[string]uint64, bool, error) { return nil, true, nil }
 	conntrack := []string{"kubeproxy_conntrack_reconciler_deleted_entries_total", "kubeproxy_conntrack_reconciler_sync_duration_seconds"}
+	// kproxy's own, in the modes that compare the kernel with what they applied.
+	drift := []string{"kubeproxy_kproxy_drift_objects", "kubeproxy_kproxy_drift_repairs_total"}
+	rules := slices.Concat(conntrack, drift)
 	tests := []struct {
 		name string
 		opts RegisterOptions
 		want []string
 	}{
-		{"nftables", RegisterOptions{Mode: ModeNFTables}, withCore(append(conntrack,
+		{"nftables", RegisterOptions{Mode: ModeNFTables}, withCore(append(rules,
 			"kubeproxy_sync_full_proxy_rules_duration_seconds",
 			"kubeproxy_sync_partial_proxy_rules_duration_seconds",
 			"kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total",
 			"kubeproxy_sync_proxy_rules_nftables_sync_failures_total")...)},
-		{"nftables localhost nodeports", RegisterOptions{Mode: ModeNFTables, LocalhostNodePorts: true, NFTablesCounters: nftCounters}, withCore(append(conntrack,
+		{"nftables localhost nodeports", RegisterOptions{Mode: ModeNFTables, LocalhostNodePorts: true, NFTablesCounters: nftCounters}, withCore(append(rules,
 			"kubeproxy_sync_full_proxy_rules_duration_seconds",
 			"kubeproxy_sync_partial_proxy_rules_duration_seconds",
 			"kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total",
@@ -104,7 +107,7 @@ func TestRegisterPerMode(t *testing.T) {
 			"kubeproxy_nftables_localhost_nodeport_listeners",
 			"kubeproxy_nftables_localhost_nodeport_listener_creation_failures_total",
 			"kubeproxy_nftables_localhost_nodeport_rejected_packets_total")...)},
-		{"iptables", RegisterOptions{Mode: ModeIPTables, IPTablesCounters: nfacct}, withCore(append(conntrack,
+		{"iptables", RegisterOptions{Mode: ModeIPTables, IPTablesCounters: nfacct}, withCore(append(rules,
 			"kubeproxy_iptables_ct_state_invalid_dropped_packets_total",
 			"kubeproxy_iptables_localhost_nodeports_accepted_packets_total",
 			"kubeproxy_sync_full_proxy_rules_duration_seconds",
@@ -113,7 +116,7 @@ func TestRegisterPerMode(t *testing.T) {
 			"kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total",
 			"kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
 			"kubeproxy_sync_proxy_rules_iptables_total")...)},
-		{"iptables without nfacct", RegisterOptions{Mode: ModeIPTables}, withCore(append(conntrack,
+		{"iptables without nfacct", RegisterOptions{Mode: ModeIPTables}, withCore(append(rules,
 			"kubeproxy_sync_full_proxy_rules_duration_seconds",
 			"kubeproxy_sync_partial_proxy_rules_duration_seconds",
 			"kubeproxy_sync_proxy_rules_iptables_last",

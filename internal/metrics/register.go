@@ -78,7 +78,9 @@ func (m *Metrics) Register(opts RegisterOptions) error {
 			m.IPTablesRulesTotal,
 			m.IPTablesRulesLastSync,
 			m.ReconcileConntrackFlowsLatency,
-			m.ReconcileConntrackFlowsDeletedEntriesTotal)
+			m.ReconcileConntrackFlowsDeletedEntriesTotal,
+			m.DriftObjects,
+			m.DriftRepairsTotal)
 	case ModeIPVS:
 		cs = append(cs,
 			m.IPTablesRestoreFailuresTotal,
@@ -98,7 +100,9 @@ func (m *Metrics) Register(opts RegisterOptions) error {
 		}
 		cs = append(cs,
 			m.ReconcileConntrackFlowsLatency,
-			m.ReconcileConntrackFlowsDeletedEntriesTotal)
+			m.ReconcileConntrackFlowsDeletedEntriesTotal,
+			m.DriftObjects,
+			m.DriftRepairsTotal)
 	case ModeKernelspace:
 		cs = append(cs, m.WinKernelLBCreateFailure, m.WinKernelLBUpdateFailure, m.WinKernelLBDeleteFailure)
 	}

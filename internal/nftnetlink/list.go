@@ -67,9 +67,16 @@ func (e *Executor) ListAll(ctx context.Context) (map[string][]string, error) {
 // and calls each with the attributes of every object returned. A missing table
 // (ENOENT) dumps nothing.
 func dump(sock *socket, msgType int, nfproto byte, tableAttr uint16, table string, each func(map[uint16][]byte)) error {
+	return dumpWith(sock, msgType, nfproto, func(b *builder) { b.attrString(tableAttr, table) }, each)
+}
+
+// dumpWith runs one NLM_F_DUMP request of msgType whose attributes fill writes,
+// and calls each with the attributes of every object returned. ENOENT (a missing
+// table or set) dumps nothing.
+func dumpWith(sock *socket, msgType int, nfproto byte, fill func(*builder), each func(map[uint16][]byte)) error {
 	b := &builder{}
 	m := b.nftMsg(msgType, unix.NLM_F_DUMP, nfproto)
-	b.attrString(tableAttr, table)
+	fill(b)
 	b.endMsg(m)
 	if err := sock.send(b.buf); err != nil {
 		return err

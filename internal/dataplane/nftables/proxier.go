@@ -7,12 +7,14 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/nft"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
@@ -43,6 +45,10 @@ type Config struct {
 	// applied model, such as the localhost NodePort listeners
 	// (internal/localnodeports), which upstream syncs after each successful sync.
 	AfterSync func(ctx context.Context, full bool, changed, deleted []model.ServicePortName)
+	// Inventories, when set, reads the kernel's table for drift detection
+	// (drift.go): Verify, and the background comparison every
+	// Config.DriftCheckPeriod.
+	Inventories Inventories
 }
 
 // Proxier programs one IP family; see the package documentation.
@@ -53,13 +59,23 @@ type Proxier struct {
 	serviceCIDRs []netip.Prefix
 	cidrsChanged bool
 
-	// Owned by the Sync goroutine.
+	// syncMu is held by Sync and Verify: a comparison must not see a sync's
+	// applied state and kernel half-way.
+	syncMu sync.Mutex
+	// fullSyncRequested is set by RequestFullSync; hasApplied is Applied's.
+	fullSyncRequested atomic.Bool
+	hasApplied        atomic.Bool
+
+	// Owned by the Sync goroutine (or under syncMu).
 	// core is what every mode's proxier shares: model commits, node addresses,
 	// the follow-up work.
 	core      *proxycore.Core
 	renderCfg render.Config
 	base      *render.Fragment
 	applied   *render.State
+	// cleanGeneration is the ruleset generation at which the last comparison
+	// found no difference (nil: none did since the last change).
+	cleanGeneration *uint32
 }
 
 // New returns a Proxier; it touches nothing.
@@ -116,9 +132,21 @@ func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it sent a transaction to the kernel (accepted or not).
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
 	logger, start, update := p.core.Begin(ctx)
 	baseChanged := p.refreshRenderConfig(ctx)
 	full := p.applied == nil || p.core.FullSyncDue(start)
+	if p.fullSyncRequested.Swap(false) && p.applied != nil {
+		// The table monitor found the table deleted.
+		r := &drift.Report{Family: string(p.cfg.Family), Checked: start}
+		r.Add(drift.Difference{Kind: "table", Change: drift.Missing})
+		p.core.RecordDrift(ctx, r, true)
+		full = true
+	}
+	if !full && p.checkDrift(ctx, !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0) {
+		full = true
+	}
 	if !full && !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0 {
 		p.core.FollowUp.Succeeded(ctx, update, start, false)
 		p.afterSync(ctx, false, update.Changed, update.Deleted)
@@ -178,6 +206,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		// applied so that the retry rewrites the table from the model, and keep the
 		// conntrack work of this update for the sync that succeeds.
 		p.applied = nil
+		p.hasApplied.Store(false)
 		p.core.FollowUp.Failed(update)
 		p.cfg.Metrics.IncNFTablesSyncFailures()
 		err = fmt.Errorf("nftables %s transaction (%d operations, full=%t): %w", p.cfg.Family, ops, full, err)
@@ -185,6 +214,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	commit()
+	p.hasApplied.Store(true)
 	logger.V(2).Info("Synced nftables rules", "full", full, "changed", len(update.Changed), "deleted", len(update.Deleted),
 		"operations", ops, "elapsed", p.cfg.Clock.Since(start))
 	p.core.FollowUp.Succeeded(ctx, update, start, full)

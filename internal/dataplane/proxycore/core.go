@@ -15,6 +15,7 @@ import (
 
 	"github.com/kproxy/kproxy/internal/conntrack"
 	"github.com/kproxy/kproxy/internal/dataplane/followup"
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/metrics"
 	"github.com/kproxy/kproxy/internal/model"
 )
@@ -41,6 +42,9 @@ type Config struct {
 	// FullSyncPeriod is how often everything is rewritten even when nothing failed;
 	// 0 takes the mode's default.
 	FullSyncPeriod time.Duration
+	// DriftCheckPeriod is how often a sync first compares the kernel with what was
+	// applied, and rewrites everything when they differ (drift.go); 0 never does.
+	DriftCheckPeriod time.Duration
 	// Clock defaults to the real clock.
 	Clock clock.PassiveClock
 }
@@ -57,6 +61,9 @@ type Core struct {
 	// history and published serve the state API (inspect.go).
 	history   History
 	published atomic.Pointer[Published]
+	// lastDriftCheck (Sync goroutine) and lastDrift (any) are drift.go's.
+	lastDriftCheck time.Time
+	lastDrift      atomic.Pointer[drift.Report]
 }
 
 // New returns the Core of a proxier of mode ("nftables", "iptables": for errors),

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/model"
 )
 
@@ -105,6 +106,8 @@ func (c *Core) Published() *Published { return c.published.Load() }
 type Inspectable interface {
 	Syncs() []SyncRecord
 	Published() *Published
+	// LastDrift is the last comparison of the kernel with what was applied.
+	LastDrift() *drift.Report
 }
 
 var _ Inspectable = (*Core)(nil)

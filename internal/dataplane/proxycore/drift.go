@@ -1,0 +1,66 @@
+package proxycore
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kproxy/kproxy/internal/drift"
+)
+
+// The shared half of drift detection (internal/drift): when a background check
+// is due, what the last one found (for the state API), its metrics and its log
+// line. Each mode compares its own kernel objects (the proxiers' Verify).
+
+// DriftCheckDue reports whether a background drift check is due at now, at the
+// start of a sync that is idle (has nothing to write) or not: one per
+// Config.DriftCheckPeriod, on an idle sync (the sync runner runs one every
+// syncPeriod when nothing changes), so that a comparison never delays a change;
+// under churn that leaves no idle sync, on any sync once two periods have passed.
+// None when DriftCheckPeriod is 0.
+func (c *Core) DriftCheckDue(now time.Time, idle bool) bool {
+	period := c.cfg.DriftCheckPeriod
+	if !idle {
+		period *= 2
+	}
+	// A full sync leaves the kernel as applied: it counts as a check.
+	last := c.lastDriftCheck
+	if c.LastFullSync.After(last) {
+		last = c.LastFullSync
+	}
+	return period > 0 && now.Sub(last) >= period
+}
+
+// RecordDrift records a comparison: the time of the last check, the report for the
+// state API, kubeproxy_kproxy_drift_objects, and, when something differs, a log
+// line with the first differences and a count in
+// kubeproxy_kproxy_drift_repairs_total when repair is set (the caller then
+// rewrites everything).
+func (c *Core) RecordDrift(ctx context.Context, r *drift.Report, repair bool) {
+	c.lastDriftCheck = r.Checked
+	c.lastDrift.Store(r)
+	if r.Skipped {
+		return
+	}
+	c.cfg.Metrics.SetDriftObjects(r.Count)
+	if r.Count == 0 {
+		return
+	}
+	first := make([]string, 0, 5)
+	for _, d := range r.Differences[:min(len(r.Differences), 5)] {
+		first = append(first, d.String())
+	}
+	logger := klog.FromContext(ctx)
+	if repair {
+		c.cfg.Metrics.IncDriftRepairs()
+		logger.Info("The kernel's rules differ from what kproxy applied; rewriting them with a full sync",
+			"ipFamily", c.cfg.Family, "differences", r.Count, "first", first)
+		return
+	}
+	logger.Info("The kernel's rules differ from what kproxy applied", "ipFamily", c.cfg.Family, "differences", r.Count, "first", first)
+}
+
+// LastDrift returns the last drift comparison, nil before the first (any
+// goroutine).
+func (c *Core) LastDrift() *drift.Report { return c.lastDrift.Load() }
