@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,9 @@ type Proxier struct {
 	cfg Config
 	// fullSyncRequested is set by RequestFullSync (any goroutine).
 	fullSyncRequested atomic.Bool
+	// syncMu is held by Sync and Verify: a comparison must not see a sync's
+	// applied state and kernel half-way.
+	syncMu sync.Mutex
 
 	// Owned by the Sync goroutine.
 	// core is what every mode's proxier shares: model commits, node addresses,
@@ -120,12 +124,17 @@ func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it sent anything to the kernel (accepted or not).
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
 	logger, start, update := p.core.Begin(ctx)
 	ctx = klog.NewContext(ctx, logger)
 	full := p.applied == nil || p.fullSyncRequested.Swap(false) ||
 		// As upstream, no periodic full sync in large clusters.
 		(p.core.FullSyncDue(start) && !p.renderCfg.LargeCluster)
 	baseChanged := p.core.RefreshNodePortIPs(ctx, &p.renderCfg.NodePortAddresses) && p.applied != nil
+	if !full && p.core.CheckDrift(ctx, !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0, p.verify) {
+		full = true
+	}
 	if p.countEndpoints(update, full) {
 		// Every endpoint rule gains or loses its comment.
 		full = true

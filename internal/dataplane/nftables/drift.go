@@ -90,25 +90,6 @@ func (p *Proxier) verify(ctx context.Context, mayskip bool) (*drift.Report, erro
 	return r, nil
 }
 
-// checkDrift runs the background comparison when it is due, on the sync
-// goroutine at the start of a sync; idle says that sync has nothing else to write
-// (see proxycore.DriftCheckDue). It reports whether the kernel differs, which
-// makes that sync a full one.
-func (p *Proxier) checkDrift(ctx context.Context, idle bool) bool {
-	if p.cfg.Inventories == nil || p.applied == nil || !p.core.DriftCheckDue(p.cfg.Clock.Now(), idle) {
-		return false
-	}
-	r, err := p.verify(ctx, true)
-	if err != nil {
-		// Not a reason to rewrite anything: the periodic full sync still runs.
-		p.core.RecordDrift(ctx, &drift.Report{Family: string(p.cfg.Family), Checked: p.cfg.Clock.Now(), Skipped: true}, false)
-		klog.FromContext(ctx).Error(err, "Failed to compare the kernel's table with the applied state", "ipFamily", p.cfg.Family)
-		return false
-	}
-	p.core.RecordDrift(ctx, r, r.Count > 0)
-	return r.Count > 0
-}
-
 // MonitorTable checks every interval whether the table exists, as long as a sync
 // has succeeded, and when it does not (someone deleted it: upstream notices at its
 // next hourly full sync), requests a full sync and calls trigger to run it now. It

@@ -144,7 +144,8 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		p.core.RecordDrift(ctx, r, true)
 		full = true
 	}
-	if !full && p.checkDrift(ctx, !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0) {
+	if !full && p.cfg.Inventories != nil && p.applied != nil &&
+		p.core.CheckDrift(ctx, !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0, p.verify) {
 		full = true
 	}
 	if !full && !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0 {

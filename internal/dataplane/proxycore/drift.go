@@ -64,3 +64,24 @@ func (c *Core) RecordDrift(ctx context.Context, r *drift.Report, repair bool) {
 // LastDrift returns the last drift comparison, nil before the first (any
 // goroutine).
 func (c *Core) LastDrift() *drift.Report { return c.lastDrift.Load() }
+
+// CheckDrift runs the background comparison when it is due (DriftCheckDue), on
+// the sync goroutine at the start of a sync: verify compares the kernel with what
+// was applied (mayskip: it may skip a comparison it knows would find nothing). It
+// records the result and reports whether the kernel differs, which makes that sync
+// a full one. A failed comparison is logged and rewrites nothing: the periodic
+// full sync still runs.
+func (c *Core) CheckDrift(ctx context.Context, idle bool, verify func(ctx context.Context, mayskip bool) (*drift.Report, error)) bool {
+	now := c.cfg.Clock.Now()
+	if !c.DriftCheckDue(now, idle) {
+		return false
+	}
+	r, err := verify(ctx, true)
+	if err != nil {
+		c.RecordDrift(ctx, &drift.Report{Family: string(c.cfg.Family), Checked: now, Skipped: true}, false)
+		klog.FromContext(ctx).Error(err, "Failed to compare the kernel's rules with what was applied", "ipFamily", c.cfg.Family)
+		return false
+	}
+	c.RecordDrift(ctx, r, r.Count > 0)
+	return r.Count > 0
+}

@@ -230,8 +230,31 @@ func (s *State) Dump() string {
 
 // DumpTable is Dump for one table.
 func (s *State) DumpTable(table Table) string {
-	rules := map[string][]string{}
-	var chains []string
+	chains, rules := s.ChainRules(table)
+	var b strings.Builder
+	b.WriteString("*" + string(table) + "\n")
+	for _, c := range chains {
+		b.WriteString(":" + c + " - [0:0]\n")
+	}
+	for _, c := range chains {
+		for _, r := range rules[c] {
+			b.WriteString("-A " + c)
+			if r != "" {
+				b.WriteString(" " + r)
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("COMMIT\n")
+	return b.String()
+}
+
+// ChainRules returns kproxy's chains of table, sorted by name, and the rules of
+// each in kernel order, as iptables-save prints them after "-A CHAIN ": what the
+// kernel holds when nobody else changed it (Dump; drift detection compares it
+// with iptables-save).
+func (s *State) ChainRules(table Table) (chains []string, rules map[string][]string) {
+	rules = map[string][]string{}
 	add := func(c *Chain) {
 		if _, ok := rules[c.Name]; !ok {
 			chains = append(chains, c.Name)
@@ -275,20 +298,5 @@ func (s *State) DumpTable(table Table) string {
 		}
 	}
 	slices.Sort(chains)
-	var b strings.Builder
-	b.WriteString("*" + string(table) + "\n")
-	for _, c := range chains {
-		b.WriteString(":" + c + " - [0:0]\n")
-	}
-	for _, c := range chains {
-		for _, r := range rules[c] {
-			b.WriteString("-A " + c)
-			if r != "" {
-				b.WriteString(" " + r)
-			}
-			b.WriteString("\n")
-		}
-	}
-	b.WriteString("COMMIT\n")
-	return b.String()
+	return chains, rules
 }

@@ -1,0 +1,114 @@
+package iptables
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kproxy/kproxy/internal/drift"
+	"github.com/kproxy/kproxy/internal/iptables"
+	render "github.com/kproxy/kproxy/internal/render/iptables"
+)
+
+// ErrNothingApplied is Verify's error before the first successful sync.
+var ErrNothingApplied = errors.New("nothing applied yet: the first sync has not succeeded")
+
+// Verify compares the kernel's rules with the last applied state now, waiting for
+// a sync in progress to end (any goroutine).
+func (p *Proxier) Verify(ctx context.Context) (*drift.Report, error) {
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
+	return p.verify(ctx, false)
+}
+
+// verify compares iptables-save of the filter and nat tables with p.applied: the
+// renderer writes every rule as iptables-save prints it (render.State.ChainRules),
+// so each of kproxy's chains must hold exactly its rules, in order; the jumps from
+// the built-in chains must exist; and no per-ServicePort chain may be left that
+// nothing renders. Other software's chains and rules are not compared. There is
+// no generation to skip a comparison by (mayskip is unused): every check reads.
+func (p *Proxier) verify(ctx context.Context, _ bool) (*drift.Report, error) {
+	if p.applied == nil {
+		return nil, ErrNothingApplied
+	}
+	start := p.cfg.Clock.Now()
+	r := &drift.Report{Family: string(p.cfg.Family), Checked: start}
+	for _, table := range []render.Table{render.TableFilter, render.TableNAT} {
+		var buf bytes.Buffer
+		if err := p.cfg.IPT.SaveInto(ctx, iptables.Table(table), &buf); err != nil {
+			return nil, fmt.Errorf("listing the %s table: %w", table, err)
+		}
+		save, err := iptables.ParseSave(buf.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("reading the %s table: %w", table, err)
+		}
+		compareTable(p.applied, table, save.Table(iptables.Table(table)), r)
+	}
+	r.Duration = p.cfg.Clock.Since(start).Seconds()
+	return r, nil
+}
+
+// compareTable adds to r how the kernel's table (nil when iptables-save printed
+// none) differs from what st applied to it.
+func compareTable(st *render.State, table render.Table, kernel *iptables.SaveTable, r *drift.Report) {
+	chains, rules := st.ChainRules(table)
+	got := map[string][]string{}
+	declared := map[string]bool{}
+	if kernel != nil {
+		for _, c := range kernel.Chains {
+			declared[string(c.Name)] = true
+		}
+		for _, rule := range kernel.Rules {
+			got[string(rule.Chain)] = append(got[string(rule.Chain)], rule.Text)
+		}
+	}
+	name := func(chain string) string { return string(table) + " " + chain }
+	for _, c := range chains {
+		switch {
+		case !declared[c]:
+			r.Add(drift.Difference{Kind: "chain", Name: name(c), Change: drift.Missing})
+		case !slices.Equal(rules[c], got[c]):
+			r.Add(drift.Difference{Kind: "rule", Name: name(c), Change: drift.Changed, Detail: rulesDetail(rules[c], got[c])})
+		}
+	}
+	for c := range declared {
+		if render.IsServiceChain(c) && rules[c] == nil && !slices.Contains(chains, c) {
+			r.Add(drift.Difference{Kind: "chain", Name: name(c), Change: drift.Extra})
+		}
+	}
+	for _, j := range render.JumpRules() {
+		if j.Table != table || !declared[j.Target] && !slices.Contains(chains, j.Target) {
+			continue
+		}
+		if !slices.ContainsFunc(got[j.Chain], func(text string) bool { return jumpsTo(text, j.Target) }) {
+			r.Add(drift.Difference{Kind: "rule", Name: name(j.Chain), Change: drift.Missing, Detail: "the jump to " + j.Target})
+		}
+	}
+}
+
+// jumpsTo reports whether a rule's text ends in "-j target".
+func jumpsTo(text, target string) bool {
+	n := len(text) - len(target)
+	return n >= 3 && text[n:] == target && text[n-3:n] == "-j "
+}
+
+// rulesDetail says how two rule lists differ: their lengths and the first rule
+// that is not the same, with both texts.
+func rulesDetail(want, got []string) string {
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	d := fmt.Sprintf("%d rules applied, %d in the kernel", len(want), len(got))
+	switch {
+	case i < len(want) && i < len(got):
+		d += fmt.Sprintf("; rule %d is %q, applied %q", i+1, got[i], want[i])
+	case i < len(want):
+		d += fmt.Sprintf("; rule %d on are missing, from %q", i+1, want[i])
+	case i < len(got):
+		d += fmt.Sprintf("; rule %d on are extra, from %q", i+1, got[i])
+	}
+	return d
+}
