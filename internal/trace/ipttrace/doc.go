@@ -58,7 +58,8 @@
 //
 // Supported syntax (anything else is an error naming the rule):
 //
-//	generic:  [!] -s|-d ADDR[/LEN], [!] -p tcp|udp|sctp|icmp|ipv6-icmp|dccp|udplite|all,
+//	generic:  [!] -s|-d ADDR[/LEN] (also --source, --src, --destination, --dst),
+//	          [!] -p tcp|udp|sctp|icmp|ipv6-icmp|dccp|udplite|all,
 //	          [!] -i|-o NAME (NAME+ is a prefix), -c P B, "[P:B]" counters
 //	matches:  comment --comment; nfacct --nfacct-name (counts only);
 //	          tcp|udp|sctp [!] --dport|--sport N[:M] (also implied by -p);

@@ -3,6 +3,7 @@ package ipttrace
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -117,12 +118,12 @@ func (p *ruleParser) parse() error {
 			}
 		}
 		switch a {
-		case "-s", "--source", "-d", "--destination":
+		case "-s", "--source", "--src", "-d", "--destination", "--dst":
 			v, err := p.value(a)
 			if err != nil {
 				return err
 			}
-			m, err := p.addrMatch(a == "-d" || a == "--destination", v, neg)
+			m, err := p.addrMatch(a == "-d" || a == "--destination" || a == "--dst", v, neg)
 			if err != nil {
 				return err
 			}
@@ -281,7 +282,12 @@ func (p *ruleParser) protoMatch(v string, neg bool) error {
 	}
 	n, ok := protoNumbers[v]
 	if !ok {
-		return fmt.Errorf("unknown protocol %q", v)
+		// iptables-save prints a number for a protocol /etc/protocols does not name.
+		num, err := strconv.ParseUint(v, 10, 8)
+		if err != nil {
+			return fmt.Errorf("unknown protocol %q", v)
+		}
+		n = uint8(num)
 	}
 	p.proto, p.protoNeg = n, neg
 	p.rule.matches = append(p.rule.matches, protoMatch{proto: n, neg: neg})
