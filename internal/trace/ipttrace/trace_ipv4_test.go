@@ -132,6 +132,19 @@ func TestTraceIPv4Targets(t *testing.T) {
 	})
 }
 
+// TestDualStackLocalAddresses: one list of the node's addresses serves both
+// families' tracers.
+func TestDualStackLocalAddresses(t *testing.T) {
+	tr, err := New([]byte(buildSave("filter -A INPUT -m addrtype --dst-type LOCAL -j DROP")), false, addrs("fd00::2", "192.168.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Trace(trace.Packet{SourceIP: "10.0.0.1", DestIP: "192.168.0.1", DestPort: 22, InputInterface: "eth0"})
+	if err != nil || res.Verdict != trace.Drop {
+		t.Errorf("got %v, %v; want DROP", res, err)
+	}
+}
+
 func TestTraceIPv4Paths(t *testing.T) {
 	local := "nat -A OUTPUT -d 172.30.0.1/32 -j DNAT --to-destination 192.168.0.1:8080\n"
 	runTraceCases(t, false, []string{"192.168.0.1"}, defaultPacket4, []traceCase{

@@ -40,7 +40,8 @@ type chain struct {
 // New parses iptables-save output (all tables of one family: raw, mangle, nat,
 // filter, security, as present) and returns a Tracer. localAddresses are the node's
 // own addresses (what "-m addrtype --dst-type LOCAL" matches, and what decides
-// INPUT vs FORWARD); loopback addresses are always local. Every rule is parsed here:
+// INPUT vs FORWARD); those of the other family are ignored, so one list serves both
+// families' tracers; loopback addresses are always local. Every rule is parsed here:
 // New fails, naming the rule, on anything the tracer does not understand, and on
 // jumps to chains that do not exist.
 func New(save []byte, v6 bool, localAddresses []netip.Addr) (*Tracer, error) {
@@ -50,11 +51,13 @@ func New(save []byte, v6 bool, localAddresses []netip.Addr) (*Tracer, error) {
 	}
 	t := &Tracer{v6: v6, local: map[netip.Addr]bool{}, tables: map[string]*table{}, recent: map[string][]netip.Addr{}}
 	for _, a := range localAddresses {
-		a = a.Unmap()
-		if !a.IsValid() || a.Is6() != v6 {
-			return nil, fmt.Errorf("local address %s is not %s", a, familyName(v6))
+		if !a.IsValid() {
+			return nil, errors.New("invalid local address")
 		}
-		t.local[a] = true
+		// A dual-stack node's other addresses cannot be in these rules' packets.
+		if a = a.Unmap(); a.Is6() == v6 {
+			t.local[a] = true
+		}
 	}
 	for _, st := range s.Tables {
 		tbl, err := t.loadTable(st)
