@@ -25,7 +25,8 @@
 //   - dnat/snat/masquerade are terminal (they accept the packet for that base chain);
 //   - accept ends the current base chain only; drop and reject end the trace;
 //   - "numgen random" is explored exhaustively: every alternative is traced, and the
-//     trace.Result holds one trace.Outcome per path (so DNATTargets lists all endpoints);
+//     trace.Result holds one trace.Outcome per path (so DNATTargets lists all endpoints),
+//     each with its Probability (1/N for each of the N alternatives of a choice);
 //   - "update @set { ... }" is a no-op; set lookups see only the elements present in
 //     the Fake, so affinity sets are empty unless the test pre-populates them;
 //   - "ct status dnat" is true once a DNAT happened earlier in the same trace.

@@ -71,6 +71,7 @@ func (t *Tracer) Trace(p trace.Packet) (*trace.Result, error) {
 		pending = pending[:len(pending)-1]
 		r := &run{tr: t, tables: tables, pkt: pkt.clone(), choices: prefix, natDone: map[string]bool{}}
 		r.out.Mark = pkt.mark
+		r.out.Probability = 1
 		if err := r.walk(); err != nil {
 			return nil, err
 		}
