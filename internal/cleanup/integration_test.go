@@ -68,7 +68,7 @@ func newTestNetns(t *testing.T) (string, netns.NsHandle) {
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
 	}
-	name := "kpl-cln-" + hex.EncodeToString(b)
+	name := fmt.Sprintf("kpl-%d-cln-%s", os.Getpid(), hex.EncodeToString(b))
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Skipf("cannot create a network namespace: %v: %s", err, out)
 	}

@@ -8,6 +8,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -58,7 +60,7 @@ func newTestNetns(t *testing.T) nsExec {
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
 	}
-	name := "kpl-ipt-" + hex.EncodeToString(b)
+	name := fmt.Sprintf("kpl-%d-ipt-%s", os.Getpid(), hex.EncodeToString(b))
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Skipf("cannot create a network namespace: %v: %s", err, out)
 	}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -44,7 +45,7 @@ func newTestNS(t *testing.T) *testNS {
 	roottest.Require(t, "binds loopback NodePorts and programs nftables in a private network namespace", "ip", "nft")
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	n := &testNS{name: "kpl-lnp-" + hex.EncodeToString(r[:])}
+	n := &testNS{name: fmt.Sprintf("kpl-%d-lnp-%s", os.Getpid(), hex.EncodeToString(r[:]))}
 	if out, err := exec.Command("ip", "netns", "add", n.name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v\n%s", n.name, err, out)
 	}

@@ -19,7 +19,7 @@ import (
 func testNamespace(t *testing.T) (string, netns.NsHandle) {
 	t.Helper()
 	roottest.Require(t, "creates a network namespace and nfacct counters in it", "ip")
-	name := fmt.Sprintf("kpl-nfacct-%d", os.Getpid())
+	name := fmt.Sprintf("kpl-%d-nfacct", os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v\n%s", err, out)
 	}
