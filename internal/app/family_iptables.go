@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -79,7 +80,7 @@ func buildIPTablesFamily(ctx context.Context, p familyParams, ipt iptables.Inter
 		return nil, err
 	}
 	interval := p.cfg.SyncPeriod
-	monitor := func(ctx context.Context, trigger func()) error {
+	canaryMonitor := func(ctx context.Context, trigger func()) error {
 		// The monitor logs the flush; the next sync rewrites every rule.
 		reload := func() {
 			proxier.RequestFullSync()
@@ -93,7 +94,13 @@ func buildIPTablesFamily(ctx context.Context, p familyParams, ipt iptables.Inter
 		}
 		return nil
 	}
-	return &builtFamily{syncer: proxier, setServiceCIDRs: func([]netip.Prefix) {}, close: serviceHealth.Close, run: monitor}, nil
+	run := func(ctx context.Context, trigger func()) error {
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return proxier.RunDriftTimer(ctx, trigger) })
+		g.Go(func() error { return canaryMonitor(ctx, trigger) })
+		return g.Wait()
+	}
+	return &builtFamily{syncer: proxier, setServiceCIDRs: func([]netip.Prefix) {}, close: serviceHealth.Close, run: run}, nil
 }
 
 // ensureSysctl sets name to value unless it already has it, as upstream's

@@ -12,6 +12,13 @@ import (
 	render "github.com/kproxy/kproxy/internal/render/iptables"
 )
 
+// RunDriftTimer requests a sync (trigger) whenever a drift check becomes due, so
+// that it runs within about one sync period of the last (proxycore.RunDriftTimer);
+// it returns nil when ctx is done.
+func (p *Proxier) RunDriftTimer(ctx context.Context, trigger func()) error {
+	return p.core.RunDriftTimer(ctx, trigger)
+}
+
 // ErrNothingApplied is Verify's error before the first successful sync.
 var ErrNothingApplied = errors.New("nothing applied yet: the first sync has not succeeded")
 

@@ -240,7 +240,8 @@ func (p *Proxier) fullSync(ctx context.Context, start time.Time) error {
 	if err := p.restore(ctx, true); err != nil {
 		return err
 	}
-	p.base, p.applied, p.core.LastFullSync = &base, st, start
+	p.base, p.applied = &base, st
+	p.core.FullSyncDone(start)
 	p.recordRules(written)
 	return nil
 }

@@ -177,7 +177,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		if existing != nil {
 			replace = p.fullSyncRunner(ctx, st, nil, &ops)
 		}
-		commit = func() { p.base, p.applied, p.core.LastFullSync = &base, st, start }
+		commit = func() { p.base, p.applied = &base, st; p.core.FullSyncDone(start) }
 	} else {
 		updates := proxycore.RenderChanged(p.cfg.State, update, func(v *model.ServicePortView) render.Fragment {
 			return render.RenderService(&p.renderCfg, v)

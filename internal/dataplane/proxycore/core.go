@@ -54,7 +54,7 @@ type Core struct {
 	cfg Config
 	// FollowUp is the work around the transaction (internal/dataplane/followup).
 	FollowUp *followup.Work
-	// LastFullSync is when the last full sync started; the proxier sets it when a
+	// LastFullSync is when the last full sync started; FullSyncDone sets it when a
 	// full sync succeeded.
 	LastFullSync time.Time
 	commits      model.Precommitter
@@ -64,6 +64,7 @@ type Core struct {
 	// lastDriftCheck (Sync goroutine) and lastDrift (any) are drift.go's.
 	lastDriftCheck time.Time
 	lastDrift      atomic.Pointer[drift.Report]
+	nextDriftCheck atomic.Int64
 }
 
 // New returns the Core of a proxier of mode ("nftables", "iptables": for errors),

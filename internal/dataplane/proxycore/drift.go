@@ -39,6 +39,7 @@ func (c *Core) DriftCheckDue(now time.Time, idle bool) bool {
 // rewrites everything).
 func (c *Core) RecordDrift(ctx context.Context, r *drift.Report, repair bool) {
 	c.lastDriftCheck = r.Checked
+	c.publishNextDriftCheck()
 	c.lastDrift.Store(r)
 	if r.Skipped {
 		return
@@ -59,6 +60,56 @@ func (c *Core) RecordDrift(ctx context.Context, r *drift.Report, repair bool) {
 		return
 	}
 	logger.Info("The kernel's rules differ from what kproxy applied", "ipFamily", c.cfg.Family, "differences", r.Count, "first", first)
+}
+
+// FullSyncDone records that a full sync that started at start succeeded (the
+// proxier's Sync): the next periodic full sync and drift check count from it.
+func (c *Core) FullSyncDone(start time.Time) {
+	c.LastFullSync = start
+	c.publishNextDriftCheck()
+}
+
+// publishNextDriftCheck records, for RunDriftTimer, when the next check is due
+// (the sync goroutine, after a check or a full sync).
+func (c *Core) publishNextDriftCheck() {
+	if c.cfg.DriftCheckPeriod <= 0 {
+		return
+	}
+	last := c.lastDriftCheck
+	if c.LastFullSync.After(last) {
+		last = c.LastFullSync
+	}
+	c.nextDriftCheck.Store(last.Add(c.cfg.DriftCheckPeriod).UnixNano())
+}
+
+// DriftTimerInterval is how often RunDriftTimer looks whether a check is due.
+const DriftTimerInterval = time.Second
+
+// RunDriftTimer calls trigger (which requests a sync) once when a drift check
+// becomes due, so that the check runs about one DriftCheckPeriod after the last
+// one even when nothing else makes the proxier sync: a third party's change is
+// then found within one period (plus a second), not at whichever sync comes
+// next. It returns nil when ctx is done; with no DriftCheckPeriod it returns at
+// once.
+func (c *Core) RunDriftTimer(ctx context.Context, trigger func()) error {
+	if c.cfg.DriftCheckPeriod <= 0 {
+		return nil
+	}
+	ticker := time.NewTicker(DriftTimerInterval)
+	defer ticker.Stop()
+	var triggered int64
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		due := c.nextDriftCheck.Load()
+		if due != 0 && due != triggered && c.cfg.Clock.Now().UnixNano() >= due {
+			triggered = due
+			trigger()
+		}
+	}
 }
 
 // LastDrift returns the last drift comparison, nil before the first (any
