@@ -95,8 +95,11 @@ func TestStatusPage(t *testing.T) {
 	// The search form: submitted as a human would, answered by the server.
 	run("searching for status-be", chromedp.SetValue(chromedp.CSS("#q"), "status-be"), chromedp.Submit(chromedp.CSS("#q")))
 	waitFor(t, browser, "the search's answer", func() (bool, string) {
-		loc := evaluate[string](t, browser, `location.search + " " + (document.querySelector("#service-count") || {}).textContent`)
-		return strings.Contains(loc, "q=status-be") && strings.Contains(loc, "matching"), loc
+		got, err := tryEvaluate[string](browser, `document.readyState + " " + location.search + " " + (document.querySelector("#service-count") || {}).textContent`)
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.HasPrefix(got, "complete ?q=status-be ") && strings.Contains(got, "matching"), got
 	})
 	rows = evaluate[[]string](t, browser, `Array.from(document.querySelectorAll("#services a.service"), a => a.textContent)`)
 	if !slices.Equal(rows, []string{"default/status-beta"}) {
@@ -106,8 +109,11 @@ func TestStatusPage(t *testing.T) {
 	// The explain link opens the Service's page, with its endpoint in both families.
 	run("opening default/status-beta", chromedp.Click(chromedp.CSS(`a.service[href="/kproxy/services/default/status-beta"]`)))
 	waitFor(t, browser, "the page of default/status-beta", func() (bool, string) {
-		got := evaluate[string](t, browser, `(document.querySelector("#service-name") || {}).textContent || ""`)
-		return got == "default/status-beta", got
+		got, err := tryEvaluate[string](browser, `document.readyState + " " + ((document.querySelector("#service-name") || {}).textContent || "")`)
+		if err != nil {
+			return false, err.Error()
+		}
+		return got == "complete default/status-beta", got
 	})
 	endpoints := evaluate[[]string](t, browser, `Array.from(document.querySelectorAll("td.endpoint"), td => td.textContent)`)
 	for _, fam := range lab.Families {
@@ -129,16 +135,23 @@ func text(t *testing.T, browser context.Context, css string) string {
 // test reads the page with it; the page itself has no script).
 func evaluate[T any](t *testing.T, browser context.Context, expression string) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(browser, 10*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expression))
+	v, err := tryEvaluate[T](browser, expression)
 	if err != nil {
 		t.Fatalf("evaluating %s: %v", expression, err)
 	}
 	return v
 }
 
-// waitFor polls cond every 100 ms for at most 20 s; last says what it saw.
+// tryEvaluate is evaluate for a page that may be navigating (an error then says
+// so, and the caller tries again).
+func tryEvaluate[T any](browser context.Context, expression string) (T, error) {
+	ctx, cancel := context.WithTimeout(browser, 10*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[T](expression))
+}
+
+// waitFor polls cond every 100 ms for at most 20 s, through navigations (cond
+// reports a failed read as not met); last says what it saw.
 func waitFor(t *testing.T, browser context.Context, what string, cond func() (ok bool, last string)) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
