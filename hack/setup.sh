@@ -15,9 +15,11 @@ fi
 # iproute2: network namespaces and veth for the lab; procps/psmisc: process inspection;
 # containerd, runc and containernetworking-plugins (ptp, host-local): the nodes of the
 # real cluster (test/cluster, make cluster); gcc and libc6-dev: cgo, which the race
-# detector of `make race` (part of `make test`) needs.
+# detector of `make race` (part of `make test`) needs; chromium and fonts-dejavu-core:
+# the headless browser that loads the status page in its end-to-end test
+# (test/e2e/nftables/statuspage_test.go), and a font for its screenshots.
 packages=(nftables iptables ipset conntrack iproute2 procps psmisc util-linux ca-certificates
-  containerd runc containernetworking-plugins gcc libc6-dev)
+  containerd runc containernetworking-plugins gcc libc6-dev chromium fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

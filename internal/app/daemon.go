@@ -39,7 +39,8 @@ type daemon struct {
 	nodes         *node.Manager
 	healthServer  *health.ProxyHealthServer
 	metricsServer *metrics.Server
-	// stateAPI is what the state API (internal/inspect) serves.
+	// stateAPI is what the state API (internal/inspect) and the status page
+	// (internal/statuspage) serve.
 	stateAPI *inspect.Source
 	watcher  *watch.Watcher
 	handlers *familyHandlers
@@ -104,7 +105,7 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	d.broadcaster, d.recorder = watch.NewEventBroadcaster(d.client)
 	// The state API's families are filled in below, before Run starts the server.
 	d.stateAPI = &inspect.Source{NodeName: d.nodeName, Mode: string(cfg.Mode)}
-	d.healthServer, d.metricsServer = healthAndMetrics(cfg, m, &metricsRegistry{registry: gatherer}, inspect.Handler(d.stateAPI))
+	d.healthServer, d.metricsServer = healthAndMetrics(cfg, m, &metricsRegistry{registry: gatherer}, d.stateAPI)
 
 	// The node manager's informer lives as long as ctx: the daemon's whole life.
 	d.nodes = node.NewManager(d.client, node.Config{

@@ -21,6 +21,7 @@ import (
 	"github.com/kproxy/kproxy/internal/health"
 	"github.com/kproxy/kproxy/internal/inspect"
 	"github.com/kproxy/kproxy/internal/metrics"
+	"github.com/kproxy/kproxy/internal/statuspage"
 	"github.com/kproxy/kproxy/internal/syncer"
 	"github.com/kproxy/kproxy/internal/sysctl"
 	"github.com/kproxy/kproxy/internal/watch"
@@ -218,8 +219,10 @@ func newRunner(cfg *config.Config, syncers map[v1.IPFamily]syncer.Syncer, pendin
 // healthAndMetrics builds the two HTTP servers. With profiling on, the metrics
 // server also takes PUT /debug/flags/v, which sets the process's log verbosity
 // through component-base's logs.GlogSetter, as upstream's serveMetrics. stateAPI,
-// when not nil, is served under inspect.PathPrefix (kproxy's state API).
-func healthAndMetrics(cfg *config.Config, m *metrics.Metrics, gatherer *metricsRegistry, stateAPI http.Handler) (*health.ProxyHealthServer, *metrics.Server) {
+// when not nil, is served as kproxy's state API under inspect.PathPrefix and as its
+// status page under statuspage.Path (around it; the more specific state API
+// pattern wins).
+func healthAndMetrics(cfg *config.Config, m *metrics.Metrics, gatherer *metricsRegistry, stateAPI *inspect.Source) (*health.ProxyHealthServer, *metrics.Server) {
 	hs := health.NewProxyHealthServer(health.ProxyHealthConfig{
 		BindAddress:         cfg.HealthzBindAddress,
 		HealthTimeout:       2 * cfg.SyncPeriod,
@@ -228,7 +231,10 @@ func healthAndMetrics(cfg *config.Config, m *metrics.Metrics, gatherer *metricsR
 	})
 	var unlisted map[string]http.Handler
 	if stateAPI != nil {
-		unlisted = map[string]http.Handler{inspect.PathPrefix: stateAPI}
+		unlisted = map[string]http.Handler{
+			inspect.PathPrefix: inspect.Handler(stateAPI),
+			statuspage.Path:    statuspage.Handler(stateAPI, nil),
+		}
 	}
 	ms := metrics.NewServer(metrics.ServerConfig{
 		BindAddress:         cfg.MetricsBindAddress,

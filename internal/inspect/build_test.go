@@ -40,6 +40,10 @@ func (f *fakeProxier) Syncs() []proxycore.SyncRecord {
 	}
 }
 
+func (f *fakeProxier) Failures() []proxycore.SyncRecord { return f.Syncs()[1:] }
+
+func (f *fakeProxier) Series() []proxycore.SeriesPoint { return nil }
+
 func (f *fakeProxier) Published() *proxycore.Published { return f.published }
 
 func (f *fakeProxier) LastDrift() *drift.Report {

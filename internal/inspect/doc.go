@@ -13,6 +13,10 @@
 //     the reason it is or is not used for each traffic source
 //     (model.ExplainEndpoints), and the kernel objects that implement it.
 //
+// SearchServices (search.go) is the status page's Service table
+// (internal/statuspage): a page of the Services whose "namespace/name" contains a
+// query, with the counts; like BuildServiceList, it explains only the page.
+//
 // Contract: nothing is kept for the API. A request reads the committed model under
 // model.State.Inspect (which holds the sync loop's Commit off for the length of the
 // read), renders the kernel objects of the ports it shows again with the settings

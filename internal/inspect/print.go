@@ -43,9 +43,9 @@ func PrintService(w io.Writer, svc *Service) error {
 		if p.TrafficDistribution != "" {
 			fmt.Fprintf(tw, "  Traffic distribution:\t%s\n", p.TrafficDistribution)
 		}
-		fmt.Fprintf(tw, "  Internal traffic:\t%s\n", describeTraffic(&p.Internal, p.InternalTrafficPolicy))
+		fmt.Fprintf(tw, "  Internal traffic:\t%s\n", DescribeTraffic(&p.Internal, p.InternalTrafficPolicy))
 		if p.External != nil {
-			fmt.Fprintf(tw, "  External traffic:\t%s\n", describeTraffic(p.External, p.ExternalTrafficPolicy))
+			fmt.Fprintf(tw, "  External traffic:\t%s\n", DescribeTraffic(p.External, p.ExternalTrafficPolicy))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -56,7 +56,7 @@ func PrintService(w io.Writer, svc *Service) error {
 			fmt.Fprintf(tw, "  ENDPOINT\tNODE\tZONE\tCONDITIONS\tINTERNAL\tEXTERNAL\tEXTERNAL FROM NODE\n")
 			for _, ep := range p.Endpoints {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", ep.Address, dashIfEmpty(ep.NodeName), dashIfEmpty(ep.Zone),
-					conditions(&ep), ep.Internal, ep.External, ep.ExternalFromNode)
+					Conditions(&ep), ep.Internal, ep.External, ep.ExternalFromNode)
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -72,7 +72,9 @@ func PrintService(w io.Writer, svc *Service) error {
 	return tw.Flush()
 }
 
-func describeTraffic(t *Traffic, policy string) string {
+// DescribeTraffic says how traffic under policy is handled, as `kube-proxy
+// explain` prints it (the status page shows the same words).
+func DescribeTraffic(t *Traffic, policy string) string {
 	s := fmt.Sprintf("policy %s: ", policy)
 	switch t.Verdict {
 	case VerdictForward:
@@ -91,7 +93,8 @@ func describeTraffic(t *Traffic, policy string) string {
 	return s
 }
 
-func conditions(ep *Endpoint) string {
+// Conditions lists an endpoint's conditions, locality and hints, comma-separated.
+func Conditions(ep *Endpoint) string {
 	var c []string
 	if ep.Ready {
 		c = append(c, "ready")

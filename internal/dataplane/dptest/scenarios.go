@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/kproxy/kproxy/internal/dataplane/followup"
 	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 )
 
@@ -44,6 +45,8 @@ type Fixture interface {
 	CheckFullRender(t *testing.T, nodePortIPs []netip.Addr)
 	// Programmed is the writer's content as text.
 	Programmed() string
+	// Inspectable is what the state API and the status page read of the proxier.
+	Inspectable() proxycore.Inspectable
 }
 
 // NewFixture builds a Fixture; mutate, when not nil, changes the proxier's
@@ -243,6 +246,24 @@ func networkProgrammingDuration(t *testing.T, newFixture NewFixture) {
 	mustFailSync(t, f)
 	if count, _ := Histogram(t, p.Registry, "kubeproxy_network_programming_duration_seconds", IPv4Label); count != 1 {
 		t.Errorf("a failed sync observed network programming latency")
+	}
+
+	// The status page's series has the same latencies, and the failure, through
+	// the Core whatever the mode.
+	var syncs, failures int
+	var programmed followup.Programming
+	for _, b := range f.Inspectable().Series() {
+		syncs += b.Syncs
+		failures += b.Failures
+		programmed.Count += b.Programming.Count
+		programmed.Sum += b.Programming.Sum
+		programmed.Max = max(programmed.Max, b.Programming.Max)
+	}
+	if want := (followup.Programming{Count: 1, Sum: 5 * time.Second, Max: 5 * time.Second}); syncs != 3 || failures != 1 || programmed != want {
+		t.Errorf("series: %d syncs, %d failed, programming %+v; want 3, 1 and %+v", syncs, failures, programmed, want)
+	}
+	if fs := f.Inspectable().Failures(); len(fs) != 1 || fs[0].Err == nil {
+		t.Errorf("failures kept: %+v, want the failed sync", fs)
 	}
 }
 

@@ -53,6 +53,24 @@ type Work struct {
 	deletedUDP         []*model.ServicePort
 	noLocalEndpoints   map[model.ServicePortName]noLocal
 	healthPortsPending bool
+	// programmed sums up the network programming latencies observed since the last
+	// TakeProgramming, for the proxier's time series (proxycore).
+	programmed Programming
+}
+
+// Programming sums up the network programming latencies observed by one or more
+// syncs: how long after an endpoints change its rules were in the kernel
+// (kubeproxy_network_programming_duration_seconds).
+type Programming struct {
+	Count    int
+	Sum, Max time.Duration
+}
+
+// Add counts one latency.
+func (p *Programming) Add(d time.Duration) {
+	p.Count++
+	p.Sum += d
+	p.Max = max(p.Max, d)
 }
 
 type noLocal struct{ internal, external bool }
@@ -143,11 +161,20 @@ func (w *Work) Succeeded(ctx context.Context, update *model.Update, start time.T
 	for _, times := range update.LastChangeTriggerTimes {
 		for _, t := range times {
 			m.ObserveNetworkProgramming(now.Sub(t))
+			w.programmed.Add(now.Sub(t))
 		}
 	}
 	if w.cfg.Health != nil {
 		w.cfg.Health.Updated(w.cfg.Family)
 	}
+}
+
+// TakeProgramming returns the network programming latencies Succeeded observed
+// since the last call, and forgets them.
+func (w *Work) TakeProgramming() Programming {
+	p := w.programmed
+	w.programmed = Programming{}
+	return p
 }
 
 // cleanConntrack removes UDP flows DNATed to endpoints that are no longer serving,

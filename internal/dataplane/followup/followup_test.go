@@ -104,3 +104,24 @@ func TestReportProblems(t *testing.T) {
 	// Without a recorder the problems are only logged.
 	New(Config{Family: v1.IPv4Protocol}).ReportProblems(klog.Background(), []*model.DataError{{Kind: "Service"}})
 }
+
+// TestTakeProgramming: the network programming latencies of successful syncs are
+// summed up until taken, then start again from zero.
+func TestTakeProgramming(t *testing.T) {
+	now := time.Unix(1000, 0)
+	w := New(Config{Family: v1.IPv4Protocol, State: model.NewState(v1.IPv4Protocol, "node-a"), Clock: clocktesting.NewFakeClock(now)})
+	ctx := context.Background()
+	w.Succeeded(ctx, &model.Update{LastChangeTriggerTimes: map[types.NamespacedName][]time.Time{
+		{Namespace: "ns", Name: "a"}: {now.Add(-3 * time.Second), now.Add(-time.Second)},
+	}}, now, false)
+	w.Succeeded(ctx, &model.Update{LastChangeTriggerTimes: map[types.NamespacedName][]time.Time{
+		{Namespace: "ns", Name: "b"}: {now.Add(-2 * time.Second)},
+	}}, now, false)
+	want := Programming{Count: 3, Sum: 6 * time.Second, Max: 3 * time.Second}
+	if got := w.TakeProgramming(); got != want {
+		t.Errorf("TakeProgramming = %+v, want %+v", got, want)
+	}
+	if got := w.TakeProgramming(); got != (Programming{}) {
+		t.Errorf("a second TakeProgramming = %+v, want nothing", got)
+	}
+}

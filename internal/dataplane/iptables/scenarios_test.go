@@ -48,3 +48,5 @@ func (f *fixture) CheckFullRender(t *testing.T, nodePortIPs []netip.Addr) {
 func (f *fixture) Programmed() string {
 	return f.ipt.Dump(iptables.TableFilter) + f.ipt.Dump(iptables.TableNAT)
 }
+
+func (f *fixture) Inspectable() proxycore.Inspectable { return f.proxier.Inspectable() }

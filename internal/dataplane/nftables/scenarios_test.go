@@ -43,3 +43,5 @@ func (f *fixture) CheckFullRender(t *testing.T, nodePortIPs []netip.Addr) {
 }
 
 func (f *fixture) Programmed() string { return f.nft.Dump() }
+
+func (f *fixture) Inspectable() proxycore.Inspectable { return f.proxier.Inspectable() }

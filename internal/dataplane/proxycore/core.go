@@ -58,8 +58,11 @@ type Core struct {
 	// full sync succeeded.
 	LastFullSync time.Time
 	commits      model.Precommitter
-	// history and published serve the state API (inspect.go).
+	// history, failures, series and published serve the state API and the status
+	// page (inspect.go, series.go).
 	history   History
+	failures  Failures
+	series    Series
 	published atomic.Pointer[Published]
 	// lastDriftCheck (Sync goroutine) and lastDrift (any) are drift.go's.
 	lastDriftCheck time.Time

@@ -8,11 +8,15 @@
 //     API data the model skipped, keeps the time of the last full sync, refreshes
 //     the node's NodePort addresses, and owns the follow-up work of a sync
 //     (internal/dataplane/followup).
-//   - What the state API (internal/inspect) reads of a proxier, from any goroutine
-//     (inspect.go): the last HistoryLen syncs (Record, Syncs) and what the last
-//     write used (Publish, Published: NodePort addresses, local detector,
-//     ServiceCIDRs, and a function that renders one ServicePort's kernel objects
-//     as text). Nothing rendered is kept for it.
+//   - What the state API (internal/inspect) and the status page
+//     (internal/statuspage) read of a proxier, from any goroutine (inspect.go,
+//     series.go): the last HistoryLen syncs (Record, Syncs), the last FailuresLen
+//     failed ones (Failures), the last hour of syncs in SeriesLen buckets of
+//     SeriesStep (Series: count, failures, sum and max of the durations and of the
+//     network programming latencies; fixed size, whatever the number of Services
+//     or the uptime), and what the last write used (Publish, Published: NodePort
+//     addresses, local detector, ServiceCIDRs, and a function that renders one
+//     ServicePort's kernel objects as text). Nothing rendered is kept for it.
 //   - RenderChanged: renders the ServicePorts an update changed, with a nil fragment
 //     for each deleted one, which is what every mode's Plan takes.
 //

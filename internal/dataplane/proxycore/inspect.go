@@ -9,8 +9,10 @@ import (
 	"github.com/kproxy/kproxy/internal/model"
 )
 
-// What a proxier offers the state API (internal/inspect), from any goroutine: its
-// last syncs (Syncs) and, as of its last write, its node-level settings and a way to
+// What a proxier offers the state API (internal/inspect) and the status page
+// (internal/statuspage), from any goroutine: its last syncs (Syncs), its last
+// failed ones (Failures), the last hour of syncs in fixed buckets (Series, see
+// series.go) and, as of its last write, its node-level settings and a way to
 // describe the kernel objects of one ServicePort (Published). Nothing here copies
 // rules or model state: a description is rendered when someone asks.
 
@@ -82,12 +84,21 @@ type Published struct {
 }
 
 // Record adds to History the sync that began at start with update: whether it was
-// full and wrote to the kernel, its kernel operations (nftables) and its error.
+// full and wrote to the kernel, its kernel operations (nftables) and its error. It
+// also counts the sync, with the network programming latencies that FollowUp
+// observed for it, in the time series, and keeps it among the failures when err is
+// not nil. Call it last in a sync, after FollowUp.
 func (c *Core) Record(start time.Time, update *model.Update, full, wrote bool, operations int, err error) {
-	c.history.Add(SyncRecord{
+	r := SyncRecord{
 		Start: start, Duration: c.cfg.Clock.Since(start), Full: full, Wrote: wrote,
 		Changed: len(update.Changed), Deleted: len(update.Deleted), Operations: operations, Err: err,
-	})
+	}
+	c.history.Add(r)
+	// Taken on failures too, so that nothing observed before is counted late.
+	c.series.Add(start, r.Duration, err != nil, c.FollowUp.TakeProgramming())
+	if err != nil {
+		c.failures.Add(r)
+	}
 }
 
 // Publish records, from the sync goroutine after a successful write, what the
@@ -98,6 +109,14 @@ func (c *Core) Publish(p Published) { c.published.Store(&p) }
 // Syncs returns the proxier's last syncs, newest first (any goroutine).
 func (c *Core) Syncs() []SyncRecord { return c.history.Records() }
 
+// Failures returns the proxier's last FailuresLen failed syncs, newest first (any
+// goroutine).
+func (c *Core) Failures() []SyncRecord { return c.failures.Records() }
+
+// Series returns the proxier's syncs of the last SeriesSpan, per SeriesStep bucket
+// with syncs, oldest first (any goroutine).
+func (c *Core) Series() []SeriesPoint { return c.series.Points(c.cfg.Clock.Now()) }
+
 // Published returns what the proxier last wrote with, nil before its first
 // successful write (any goroutine).
 func (c *Core) Published() *Published { return c.published.Load() }
@@ -105,6 +124,8 @@ func (c *Core) Published() *Published { return c.published.Load() }
 // Inspectable is what the state API reads of one proxier; Core implements it.
 type Inspectable interface {
 	Syncs() []SyncRecord
+	Failures() []SyncRecord
+	Series() []SeriesPoint
 	Published() *Published
 	// LastDrift is the last comparison of the kernel with what was applied.
 	LastDrift() *drift.Report

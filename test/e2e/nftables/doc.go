@@ -4,7 +4,9 @@
 // topology hints and terminating fallback, no-endpoint rejects, masquerading and the
 // local-traffic detectors, stale UDP conntrack entries and the proxy's lifecycle
 // (other software's tables and chains kept, restarts keeping connections, --cleanup,
-// --init-only, switching the mode on restart).
+// --init-only, switching the mode on restart), and what an operator reads of it:
+// `kube-proxy explain` and the status page, loaded in a real headless Chromium
+// (Debian's chromium package; skipped without it unless KPROXY_E2E_REQUIRED=1).
 //
 // The suite runs against either mode with one parameter: $KPROXY_E2E_MODE is
 // nftables (the default), iptables, or default (the configuration file leaves the
@@ -19,5 +21,8 @@
 // creates uniquely named Services and deletes them (with their EndpointSlices) on
 // cleanup; every wait is bounded and says what it awaited. Tests that need a
 // differently configured proxy replace the shared one and restore it. The kernel is
-// read and written in the lab's node1 namespace only.
+// read and written in the lab's node1 namespace only. The browser runs in the test
+// process's namespace and reaches node1's metrics address through a loopback
+// forwarder of the test process; every Chromium process is killed at the end of
+// its test.
 package nftables
