@@ -157,7 +157,7 @@ func PrintNode(w io.Writer, n *Node, syncs int) error {
 			fmt.Fprintf(tw, "  ServiceCIDRs:\t%s\n", strings.Join(f.ServiceCIDRs, ", "))
 		}
 		if d := f.LastDriftCheck; d != nil {
-			fmt.Fprintf(tw, "  Drift:\t%s\n", driftSummary(d))
+			fmt.Fprintf(tw, "  Drift:\t%s\n", DriftSummary(d))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -189,9 +189,12 @@ func PrintNode(w io.Writer, n *Node, syncs int) error {
 	return tw.Flush()
 }
 
-// driftSummary is one line about the last comparison of the kernel with what was
-// applied.
-func driftSummary(d *drift.Report) string {
+// DriftSummary is one line about the last comparison of the kernel with what was
+// applied (nil: none yet).
+func DriftSummary(d *drift.Report) string {
+	if d == nil {
+		return "not compared yet"
+	}
 	at := d.Checked.UTC().Format(time.TimeOnly)
 	switch {
 	case d.Skipped:

@@ -17,6 +17,7 @@ var pages = template.Must(template.New("layout").Funcs(template.FuncMap{
 	"kind":       kind,
 	"join":       func(s []string) string { return strings.Join(s, ", ") },
 	"detector":   detector,
+	"drift":      inspect.DriftSummary,
 	"serviceURL": ServiceURL,
 	"count":      count,
 	"pageSize":   func() int { return PageSize },

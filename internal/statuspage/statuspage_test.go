@@ -22,6 +22,7 @@ import (
 
 	"github.com/kproxy/kproxy/internal/dataplane/followup"
 	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/inspect"
 	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/testing/golden"
@@ -37,6 +38,7 @@ type fakeProxier struct {
 	published *proxycore.Published
 	series    []proxycore.SeriesPoint
 	failures  []proxycore.SyncRecord
+	drift     *drift.Report
 }
 
 func (f *fakeProxier) Syncs() []proxycore.SyncRecord {
@@ -50,6 +52,7 @@ func (f *fakeProxier) Syncs() []proxycore.SyncRecord {
 func (f *fakeProxier) Failures() []proxycore.SyncRecord { return f.failures }
 func (f *fakeProxier) Series() []proxycore.SeriesPoint  { return f.series }
 func (f *fakeProxier) Published() *proxycore.Published  { return f.published }
+func (f *fakeProxier) LastDrift() *drift.Report         { return f.drift }
 func (f *fakeProxier) programmed(n int, d time.Duration) followup.Programming {
 	return followup.Programming{Count: n, Sum: time.Duration(n) * d, Max: 2 * d}
 }

@@ -67,6 +67,7 @@ const nodeTemplate = `{{template "head" (printf "kproxy on %s" .Node.NodeName)}}
 <tr><th>Local traffic detector</th><td>{{detector .LocalDetector}}</td></tr>
 <tr><th>NodePort addresses</th><td>{{or (join .NodePortAddresses) "-"}}</td></tr>
 <tr><th>ServiceCIDRs</th><td>{{or (join .ServiceCIDRs) "-"}}</td></tr>
+<tr><th>Kernel vs applied</th><td>{{drift .LastDriftCheck}}</td></tr>
 </table>
 {{end}}
 <h2>Last syncs</h2>
