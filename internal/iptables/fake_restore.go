@@ -76,7 +76,7 @@ func (f *Fake) apply(data string, load bool) error {
 				return fail("%v", err)
 			}
 		default:
-			args, err := splitArgs(text)
+			args, err := SplitArgs(text)
 			if err != nil {
 				return fail("%v", err)
 			}

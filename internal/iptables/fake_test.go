@@ -205,9 +205,9 @@ func TestSplitArgs(t *testing.T) {
 		`--comment a\b`:                      {"--comment", `a\b`},
 		`-m comment --comment "ns/svc:port"`: {"-m", "comment", "--comment", "ns/svc:port"},
 	} {
-		got, err := splitArgs(in)
+		got, err := SplitArgs(in)
 		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("splitArgs(%q) = %q, %v; want %q", in, got, err, want)
+			t.Errorf("SplitArgs(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 }

@@ -181,17 +181,17 @@ func parseRuleLine(text string) (SaveRule, error) {
 		return SaveRule{}, fmt.Errorf("rule without chain: %q", text)
 	}
 	body = strings.TrimSpace(body)
-	args, err := splitArgs(body)
+	args, err := SplitArgs(body)
 	if err != nil {
 		return SaveRule{}, fmt.Errorf("%q: %w", text, err)
 	}
 	return SaveRule{Chain: Chain(chain), Args: args, Text: body}, nil
 }
 
-// splitArgs splits a restore line into arguments as iptables-restore does:
+// SplitArgs splits a restore line into arguments as iptables-restore does:
 // blanks separate arguments outside double quotes; inside them a backslash
 // escapes the next character; a closing quote ends the argument.
-func splitArgs(line string) ([]string, error) {
+func SplitArgs(line string) ([]string, error) {
 	var (
 		out     []string
 		cur     strings.Builder

@@ -246,12 +246,40 @@ const nftDataVerdict = 0xffffff00
 // canonSetDef is the canonical definition of a set or map: the data length of a
 // verdict map is left out (the batch does not give it, the kernel dumps its own
 // size of a verdict).
+//
+// Of its user data only the comment counts: the rest (key and data byte order,
+// typeof expressions, nft's interval markers) is how nft prints the set, which
+// nft writes more of than kproxy's netlink writer does for the same set.
 func canonSetDef(a map[uint16][]byte) []byte {
+	a = maps.Clone(a)
 	if be32(a[unix.NFTA_SET_DATA_TYPE]) == nftDataVerdict {
-		a = maps.Clone(a)
 		delete(a, unix.NFTA_SET_DATA_LEN)
 	}
+	if ud, ok := a[unix.NFTA_SET_USERDATA]; ok {
+		a[unix.NFTA_SET_USERDATA] = udataPick(ud, udataSetComment)
+	}
 	return appendCanonPicked(nil, a, setDefTypes...)
+}
+
+// udataSetComment is NFTNL_UDATA_SET_COMMENT, the comment's TLV in a set's user
+// data.
+const udataSetComment = 7
+
+// udataPick returns the TLVs (a type byte, a length byte, the value) of user
+// data whose type is one of types, in order.
+func udataPick(ud []byte, types ...byte) []byte {
+	var out []byte
+	for len(ud) >= 2 {
+		n := 2 + int(ud[1])
+		if n > len(ud) {
+			break
+		}
+		if slices.Contains(types, ud[0]) {
+			out = append(out, ud[:n]...)
+		}
+		ud = ud[n:]
+	}
+	return out
 }
 
 // chainDefTypes are the attributes of a chain's definition.

@@ -164,3 +164,28 @@ func TestGenerationChanges(t *testing.T) {
 		t.Errorf("TableExists before any write = %t, %v; want false", exists, err)
 	}
 }
+
+// TestInventoryOfNftWrittenTable: a table written by the nft command (the
+// fallback writer) also reads back as the inventory of the operations, so that
+// drift detection reports nothing for it either.
+func TestInventoryOfNftWrittenTable(t *testing.T) {
+	needRoot(t)
+	ns := testNetns(t)
+	for _, c := range renderCases() {
+		t.Run(c.name, func(t *testing.T) {
+			ex, err := New(c.family, render.TableName, Options{NetNSPath: netnsPath(ns)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, views := c.build()
+			st := renderState(cfg, views)
+			text := nft.AppendScript(nil, render.FullOps(st), ex.nftFamily(), render.TableName)
+			if out, err := nftIn(ns, string(text)); err != nil {
+				t.Fatalf("nft -f: %v\n%s", err, out)
+			}
+			if diffs := compare(t, ex, st); len(diffs) > 0 {
+				t.Errorf("differences right after nft wrote the table:\n%s", strings.Join(diffs, "\n"))
+			}
+		})
+	}
+}

@@ -58,17 +58,19 @@ func (p *Proxier) verify(ctx context.Context, _ bool) (*drift.Report, error) {
 }
 
 // compareTable adds to r how the kernel's table (nil when iptables-save printed
-// none) differs from what st applied to it.
+// none) differs from what st applied to it. Rules are compared as arguments:
+// iptables-save spaces some extensions' output its own way (nfacct prints two
+// blanks before its name).
 func compareTable(st *render.State, table render.Table, kernel *iptables.SaveTable, r *drift.Report) {
 	chains, rules := st.ChainRules(table)
-	got := map[string][]string{}
+	got := map[string][]iptables.SaveRule{}
 	declared := map[string]bool{}
 	if kernel != nil {
 		for _, c := range kernel.Chains {
 			declared[string(c.Name)] = true
 		}
 		for _, rule := range kernel.Rules {
-			got[string(rule.Chain)] = append(got[string(rule.Chain)], rule.Text)
+			got[string(rule.Chain)] = append(got[string(rule.Chain)], rule)
 		}
 	}
 	name := func(chain string) string { return string(table) + " " + chain }
@@ -76,12 +78,12 @@ func compareTable(st *render.State, table render.Table, kernel *iptables.SaveTab
 		switch {
 		case !declared[c]:
 			r.Add(drift.Difference{Kind: "chain", Name: name(c), Change: drift.Missing})
-		case !slices.Equal(rules[c], got[c]):
+		case !slices.EqualFunc(rules[c], got[c], sameRule):
 			r.Add(drift.Difference{Kind: "rule", Name: name(c), Change: drift.Changed, Detail: rulesDetail(rules[c], got[c])})
 		}
 	}
 	for c := range declared {
-		if render.IsServiceChain(c) && rules[c] == nil && !slices.Contains(chains, c) {
+		if render.IsServiceChain(c) && !slices.Contains(chains, c) {
 			r.Add(drift.Difference{Kind: "chain", Name: name(c), Change: drift.Extra})
 		}
 	}
@@ -89,33 +91,40 @@ func compareTable(st *render.State, table render.Table, kernel *iptables.SaveTab
 		if j.Table != table || !declared[j.Target] && !slices.Contains(chains, j.Target) {
 			continue
 		}
-		if !slices.ContainsFunc(got[j.Chain], func(text string) bool { return jumpsTo(text, j.Target) }) {
+		if !slices.ContainsFunc(got[j.Chain], func(rule iptables.SaveRule) bool { return jumpsTo(rule.Args, j.Target) }) {
 			r.Add(drift.Difference{Kind: "rule", Name: name(j.Chain), Change: drift.Missing, Detail: "the jump to " + j.Target})
 		}
 	}
 }
 
-// jumpsTo reports whether a rule's text ends in "-j target".
-func jumpsTo(text, target string) bool {
-	n := len(text) - len(target)
-	return n >= 3 && text[n:] == target && text[n-3:n] == "-j "
+// sameRule reports whether the kernel's rule has the arguments of an applied
+// rule's text.
+func sameRule(applied string, kernel iptables.SaveRule) bool {
+	args, err := iptables.SplitArgs(applied)
+	return err == nil && slices.Equal(args, kernel.Args)
+}
+
+// jumpsTo reports whether a rule's arguments end in "-j target".
+func jumpsTo(args []string, target string) bool {
+	n := len(args)
+	return n >= 2 && args[n-2] == "-j" && args[n-1] == target
 }
 
 // rulesDetail says how two rule lists differ: their lengths and the first rule
 // that is not the same, with both texts.
-func rulesDetail(want, got []string) string {
+func rulesDetail(want []string, got []iptables.SaveRule) string {
 	i := 0
-	for i < len(want) && i < len(got) && want[i] == got[i] {
+	for i < len(want) && i < len(got) && sameRule(want[i], got[i]) {
 		i++
 	}
 	d := fmt.Sprintf("%d rules applied, %d in the kernel", len(want), len(got))
 	switch {
 	case i < len(want) && i < len(got):
-		d += fmt.Sprintf("; rule %d is %q, applied %q", i+1, got[i], want[i])
+		d += fmt.Sprintf("; rule %d is %q, applied %q", i+1, got[i].Text, want[i])
 	case i < len(want):
 		d += fmt.Sprintf("; rule %d on are missing, from %q", i+1, want[i])
 	case i < len(got):
-		d += fmt.Sprintf("; rule %d on are extra, from %q", i+1, got[i])
+		d += fmt.Sprintf("; rule %d on are extra, from %q", i+1, got[i].Text)
 	}
 	return d
 }

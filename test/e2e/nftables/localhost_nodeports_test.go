@@ -61,7 +61,7 @@ func TestNFTablesLocalhostNodePorts(t *testing.T) {
 
 			waitOutcome(ctx, t, p, node, v1.ProtocolUDP, netip.AddrPortFrom(loopback, udpNP), lab.Refused)
 		}
-		waitMetrics(ctx, t, p, map[string]metricCheck{
+		waitMetrics(ctx, t, p, "the localhost NodePort metrics", map[string]metricCheck{
 			`kubeproxy_nftables_localhost_nodeport_listeners{ip_family="IPv4"}`:                                                             equals(1),
 			`kubeproxy_nftables_localhost_nodeport_listeners{ip_family="IPv6"}`:                                                             equals(1),
 			`kubeproxy_nftables_localhost_nodeport_rejected_packets_total{ip_family="IPv4",protocol="UDP"}`:                                 atLeast(1),
@@ -79,7 +79,7 @@ func TestNFTablesLocalhostNodePorts(t *testing.T) {
 		for _, fam := range lab.Families {
 			waitOutcome(ctx, t, p, node, v1.ProtocolTCP, netip.AddrPortFrom(loopbackOf(fam), tcpNP), lab.Refused)
 		}
-		waitMetrics(ctx, t, p, map[string]metricCheck{
+		waitMetrics(ctx, t, p, "the localhost NodePort metrics", map[string]metricCheck{
 			`kubeproxy_nftables_localhost_nodeport_listeners{ip_family="IPv4"}`: equals(0),
 			`kubeproxy_nftables_localhost_nodeport_listeners{ip_family="IPv6"}`: equals(0),
 		})
@@ -98,7 +98,7 @@ func TestNFTablesLocalhostNodePorts(t *testing.T) {
 					waitOutcome(ctx, t, p, node, proto, netip.AddrPortFrom(loopbackOf(fam), np), lab.Refused)
 				}
 			}
-			waitMetrics(ctx, t, p, map[string]metricCheck{
+			waitMetrics(ctx, t, p, "the localhost NodePort metrics", map[string]metricCheck{
 				`kubeproxy_nftables_localhost_nodeport_rejected_packets_total{ip_family="IPv4",protocol="TCP"}`: atLeast(1),
 				`kubeproxy_nftables_localhost_nodeport_rejected_packets_total{ip_family="IPv6",protocol="TCP"}`: atLeast(1),
 				`kubeproxy_nftables_localhost_nodeport_rejected_packets_total{ip_family="IPv4",protocol="UDP"}`: atLeast(1),
@@ -149,10 +149,11 @@ func atLeast(want float64) metricCheck {
 }
 
 // waitMetrics waits until /metrics satisfies every check, keyed by the start of
-// the line (a sample's name and labels, or a whole "#" line).
-func waitMetrics(ctx context.Context, t *testing.T, p *proxytest.Proxy, checks map[string]metricCheck) {
+// the line (a sample's name and labels, or a whole "#" line); what names them in
+// a failure.
+func waitMetrics(ctx context.Context, t *testing.T, p *proxytest.Proxy, what string, checks map[string]metricCheck) {
 	t.Helper()
-	err := p.WaitFor(ctx, "the localhost NodePort metrics", syncTimeout, func(ctx context.Context) error {
+	err := p.WaitFor(ctx, what, syncTimeout, func(ctx context.Context) error {
 		code, body, err := p.Get(ctx, proxytest.MetricsURL)
 		if err != nil {
 			return fmt.Errorf("GET /metrics: %w", err)
@@ -160,15 +161,8 @@ func waitMetrics(ctx context.Context, t *testing.T, p *proxytest.Proxy, checks m
 		if code != http.StatusOK {
 			return fmt.Errorf("GET /metrics: status %d", code)
 		}
-		lines := strings.Split(body, "\n")
 		for key, check := range checks {
-			var line string
-			for _, l := range lines {
-				if l == key || strings.HasPrefix(l, key+" ") {
-					line = l
-					break
-				}
-			}
+			line := metricLine(body, key)
 			switch {
 			case check.absent && line != "":
 				return fmt.Errorf("/metrics has %q, want no such line", line)
@@ -190,6 +184,17 @@ func waitMetrics(ctx context.Context, t *testing.T, p *proxytest.Proxy, checks m
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// metricLine is the line of a /metrics body that is key (a "#" line) or starts
+// with key and a space (a sample), "" when there is none.
+func metricLine(body, key string) string {
+	for _, l := range strings.Split(body, "\n") {
+		if l == key || strings.HasPrefix(l, key+" ") {
+			return l
+		}
+	}
+	return ""
 }
 
 // loopbackOf is the loopback address of fam.
