@@ -108,6 +108,10 @@ func demo(ctx context.Context, l *lab.Lab) error {
 	fmt.Println("\nthe node's side (kube-proxy explain node --syncs 3, in node1):")
 	printIndented(out)
 
+	if err := showDrift(ctx, l, bin); err != nil {
+		return err
+	}
+
 	out, err = l.Node1.NS.Run(ctx, "nft", "list", "table", "ip", "kube-proxy")
 	if err != nil {
 		return fmt.Errorf("nft list table: %w", err)
@@ -118,6 +122,41 @@ func demo(ctx context.Context, l *lab.Lab) error {
 		fmt.Println("  " + line)
 	}
 	return nil
+}
+
+// showDrift changes kproxy's rules as a third party would, shows what
+// `kube-proxy verify` says, then deletes the table and shows how soon kproxy
+// rewrote it.
+func showDrift(ctx context.Context, l *lab.Lab, bin string) error {
+	if _, err := l.Node1.NS.Run(ctx, "nft", "flush", "map", "ip", "kube-proxy", "service-ips"); err != nil {
+		return fmt.Errorf("nft flush map: %w", err)
+	}
+	// verify exits 2 when it finds differences: its output is what matters here.
+	out, _ := l.Node1.NS.Run(ctx, bin, "verify")
+	fmt.Println("\na third party flushes a map (nft flush map ip kube-proxy service-ips); kube-proxy verify, in node1:")
+	printIndented(out)
+
+	start := time.Now()
+	if _, err := l.Node1.NS.Run(ctx, "nft", "delete", "table", "ip", "kube-proxy"); err != nil {
+		return fmt.Errorf("nft delete table: %w", err)
+	}
+	deadline := start.Add(10 * time.Second)
+	for {
+		out, err := l.Node1.NS.Run(ctx, bin, "verify")
+		if err == nil {
+			fmt.Printf("\nthen it deletes the table (nft delete table ip kube-proxy); kproxy rewrote it, and kube-proxy verify was clean %s later:\n", time.Since(start).Round(time.Millisecond))
+			printIndented(out)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the deleted table was not rewritten within 10 s: %w: %s", err, out)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // printIndented prints a command's output indented by two spaces.

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kproxy/kproxy/internal/inspect"
@@ -32,7 +30,7 @@ func newVerifyCommand() *cobra.Command {
 				return err
 			}
 			if n := v.Differences(); n > 0 {
-				return exitCodeError{code: verifyDifferencesExit, msg: fmt.Sprintf("%d differences", n)}
+				return exitCodeError{code: verifyDifferencesExit, msg: inspect.CountDifferences(n)}
 			}
 			return nil
 		},

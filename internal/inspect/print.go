@@ -202,5 +202,5 @@ func DriftSummary(d *drift.Report) string {
 	case d.Count == 0:
 		return fmt.Sprintf("last check at %s (%s): the kernel holds what was applied", at, seconds(d.Duration))
 	}
-	return fmt.Sprintf("last check at %s (%s): %d differences, repaired by a full sync", at, seconds(d.Duration), d.Count)
+	return fmt.Sprintf("last check at %s (%s): %s, repaired by a full sync", at, seconds(d.Duration), CountDifferences(d.Count))
 }

@@ -77,7 +77,7 @@ func PrintVerification(w io.Writer, v *Verification) error {
 			fmt.Fprintf(tw, "%s:\tthe kernel holds what was applied (compared in %s)\n", f.Family, seconds(f.Duration))
 			continue
 		}
-		fmt.Fprintf(tw, "%s:\t%d differences (compared in %s)\n", f.Family, f.Count, seconds(f.Duration))
+		fmt.Fprintf(tw, "%s:\t%s (compared in %s)\n", f.Family, CountDifferences(f.Count), seconds(f.Duration))
 		fmt.Fprintf(tw, "  CHANGE\tKIND\tNAME\tDETAIL\n")
 		for _, d := range f.Differences {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", d.Change, d.Kind, orDash(d.Name), orDash(d.Detail))
@@ -87,6 +87,14 @@ func PrintVerification(w io.Writer, v *Verification) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// CountDifferences is "1 difference" or "N differences".
+func CountDifferences(n int) string {
+	if n == 1 {
+		return "1 difference"
+	}
+	return fmt.Sprintf("%d differences", n)
 }
 
 func seconds(s float64) string {

@@ -13,6 +13,15 @@
 //	err = ex.RunScript(ctx, texts)             // tx.String() texts in pieces, one batch
 //	err = ex.RunOps(ctx, ops)                  // typed operations (internal/nft), one batch
 //
+// Drift detection reads the table back (inventory.go, inventory_kernel.go,
+// canon.go): InventoryOf(ops) encodes a stream of operations as RunOps would,
+// without a socket, and ReadInventory dumps the kernel's table; both reduce every
+// chain, rule, set definition and element to a canonical form of its netlink
+// attributes (the normalisations a kernel dump needs are listed in canon.go) and
+// keep its 64-bit hash, and CompareInventories lists the differences
+// (internal/drift). TableExists (one request) and Generation (the namespace's
+// ruleset generation) are the cheap checks around it.
+//
 // Executor implements knftables.Interface. ListAll lists the table's chain, set,
 // map and counter names itself, by netlink dumps that never read set elements; the other List*
 // methods are delegated to Options.Lister (typically the nft-binary

@@ -25,8 +25,15 @@
 //     kubeproxy_sync_proxy_rules_nftables_sync_failures_total, and is returned so the
 //     sync runner retries with back-off; /healthz turns unhealthy when queued changes
 //     stay unapplied past the health timeout.
-//   - Sync must be called from one goroutine (the sync runner). SetServiceCIDRs may be
-//     called from any goroutine.
+//   - Drift (drift.go, with Config.Inventories): Verify compares the kernel's table
+//     with the applied state (nftnetlink inventories) from any goroutine, between
+//     syncs; once per DriftCheckPeriod a sync first makes the same comparison
+//     (proxycore.CheckDrift; skipped while the ruleset generation has not moved
+//     since a clean one) and, when anything differs, becomes a full sync.
+//     MonitorTable looks every TableCheckInterval whether the table exists and,
+//     when it was deleted, requests a full sync (RequestFullSync) and triggers it.
+//   - Sync must be called from one goroutine (the sync runner). SetServiceCIDRs,
+//     Verify and RequestFullSync may be called from any goroutine.
 //   - Config.AfterSync, when set, is called on that goroutine after every Sync that
 //     succeeded (also when there was nothing to write), never after a failed one; the
 //     localhost NodePort listeners (internal/localnodeports) follow the model with it.
