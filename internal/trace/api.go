@@ -59,6 +59,9 @@ type Outcome struct {
 	Masquerade bool
 	// Mark is the packet mark at the end of the trace.
 	Mark uint32
+	// Probability is the chance of this path among the packet's paths (the
+	// product of its random choices' shares), 0 when the evaluator does not say.
+	Probability float64
 	// Trace lists the base chains entered and the rules that fully matched (and so
 	// executed their statements), in order, for failure messages.
 	Trace []string
@@ -80,6 +83,12 @@ type Result struct {
 	// Trace is the traces of all outcomes, each prefixed by a "--- path N" header when
 	// there is more than one outcome.
 	Trace []string
+}
+
+// Evaluator traces packets through one ruleset: what every evaluator
+// (nfttrace, ipttrace) offers to kube-proxy trace.
+type Evaluator interface {
+	Trace(p Packet) (*Result, error)
 }
 
 // Output renders the result the way upstream kube-proxy's packet-flow tests spell

@@ -75,6 +75,10 @@ func (t *Tracer) Trace(p trace.Packet) (*trace.Result, error) {
 			return nil, err
 		}
 		r.out.Mark = r.pkt.mark
+		r.out.Probability = 1
+		for _, n := range r.alts {
+			r.out.Probability /= float64(n)
+		}
 		outcomes = append(outcomes, r.out)
 		if len(outcomes) > maxOutcomes {
 			return nil, fmt.Errorf("more than %d possible outcomes", maxOutcomes)
