@@ -26,6 +26,10 @@
 //     restore returns a *RestoreError naming the failing input line, so a
 //     caller can log the lines around it. "Already absent" is not an error for
 //     DeleteRule and DeleteChain.
+//   - ParseSave is kproxy's one reader of iptables-save output (tables, chain
+//     declarations, rules split into arguments as iptables-restore splits them);
+//     ChainsInSave and the iptables packet tracer (internal/trace/ipttrace) read
+//     through it. It is pure.
 //   - Monitor is upstream's canary check (pkg/util/iptables Monitor): it
 //     notices that someone flushed the tables and asks for a full resync.
 //

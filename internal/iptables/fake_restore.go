@@ -16,6 +16,9 @@ var (
 	errNoChain   = errors.New("No chain/target/match by that name")
 	errNoRule    = errors.New("Bad rule (does a matching rule exist in that chain?)")
 	errChainBusy = errors.New("Too many links")
+	// errUnterminatedQuote is iptables-restore's message, which splitArgs (the
+	// tokenizer of save.go, shared with the Fake) returns.
+	errUnterminatedQuote = errors.New("Unterminated quote")
 )
 
 // standardTargets are the verdicts and extension targets a rule may jump to
@@ -251,47 +254,4 @@ func jumpTarget(spec []string) string {
 		}
 	}
 	return ""
-}
-
-// splitArgs splits a restore line into arguments as iptables-restore does:
-// blanks separate arguments outside double quotes; inside them a backslash
-// escapes the next character; a closing quote ends the argument.
-func splitArgs(line string) ([]string, error) {
-	var (
-		out     []string
-		cur     strings.Builder
-		inQuote bool
-		escaped bool
-	)
-	for _, r := range line {
-		switch {
-		case inQuote && escaped:
-			cur.WriteRune(r)
-			escaped = false
-		case inQuote && r == '\\':
-			escaped = true
-		case inQuote && r == '"':
-			inQuote = false
-			out = append(out, cur.String())
-			cur.Reset()
-		case inQuote:
-			cur.WriteRune(r)
-		case r == '"':
-			inQuote = true
-		case r == ' ' || r == '\t':
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	if inQuote {
-		return nil, errors.New("Unterminated quote")
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out, nil
 }

@@ -46,7 +46,7 @@ type Packet struct {
 }
 
 // Outcome is one possible path of a packet. There is more than one only when a rule
-// makes a random choice (numgen).
+// makes a random choice (numgen, -m statistic).
 type Outcome struct {
 	// Verdict is the final verdict of this path.
 	Verdict Verdict
@@ -59,8 +59,10 @@ type Outcome struct {
 	Masquerade bool
 	// Mark is the packet mark at the end of the trace.
 	Mark uint32
-	// Probability is the chance of this path among the packet's paths (the
-	// product of its random choices' shares), 0 when the evaluator does not say.
+	// Probability is the chance that a packet takes this path: the product of the
+	// probabilities of the random choices made on it (1/N for each of N numgen
+	// alternatives, P or 1-P for an iptables statistic match), 1 when none was
+	// made. The Outcomes of a Result add up to 1.
 	Probability float64
 	// Trace lists the base chains entered and the rules that fully matched (and so
 	// executed their statements), in order, for failure messages.

@@ -1,12 +1,14 @@
 // Package trace holds what every packet tracer of kproxy shares: the described
 // packet (Packet) and what became of it (Outcome, Result). The evaluators live in
-// its subpackages, one per rule language: nfttrace for nftables rulesets. They are
-// pure: they evaluate rules they are given and never read the kernel themselves
-// (internal/trace/live reads a node's ruleset for kube-proxy trace). Evaluator is
-// the one interface kube-proxy trace needs of each.
+// its subpackages, one per rule language: nfttrace for nftables rulesets, ipttrace
+// for iptables rules as iptables-save lists them. They are pure: they evaluate
+// rules they are given and never read the kernel themselves (internal/trace/live
+// reads a node's ruleset for kube-proxy trace). Evaluator is the one interface
+// kube-proxy trace needs of each.
 //
 // Contract: a Result holds one Outcome per path the rules allow (a random choice
-// between endpoints is explored exhaustively), and its Verdict is the verdict all
-// paths share, or their sorted distinct verdicts joined by "," when they differ
-// (which equals none of the constants, so callers notice).
+// between endpoints is explored exhaustively; each Outcome carries the probability
+// of its path, so the Outcomes' probabilities add up to 1), and its Verdict is the
+// verdict all paths share, or their sorted distinct verdicts joined by "," when
+// they differ (which equals none of the constants, so callers notice).
 package trace

@@ -21,7 +21,7 @@ import (
 
 // The kernel tests load the rendered restore inputs with the real iptables-restore
 // of each backend (nft and legacy) inside network namespaces they create and delete
-// (named kpl-iptr-PID-N), so the machine's own rules are never touched, and check
+// (named kpl-PID-iptr-N), so the machine's own rules are never touched, and check
 // that iptables-save prints back exactly what the State says.
 
 var netnsSeq atomic.Int32
@@ -62,7 +62,9 @@ func binary(b backend, family v1.IPFamily, tool string) string {
 // newNetns creates a network namespace removed at the end of the test.
 func newNetns(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("kpl-iptr-%d-%d", os.Getpid(), netnsSeq.Add(1))
+	// The owner's PID comes first, as in the lab's names (test/lab): a lab started
+	// meanwhile removes the kpl- namespaces whose owner it cannot find alive.
+	name := fmt.Sprintf("kpl-%d-iptr-%d", os.Getpid(), netnsSeq.Add(1))
 	if out, err := exec.CommandContext(context.Background(), "ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
 	}

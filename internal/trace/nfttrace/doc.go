@@ -25,7 +25,8 @@
 //   - dnat/snat/masquerade are terminal (they accept the packet for that base chain);
 //   - accept ends the current base chain only; drop and reject end the trace;
 //   - "numgen random" is explored exhaustively: every alternative is traced, and the
-//     trace.Result holds one trace.Outcome per path (so DNATTargets lists all endpoints);
+//     trace.Result holds one trace.Outcome per path (so DNATTargets lists all endpoints),
+//     each with its Probability (1/N for each of the N alternatives of a choice);
 //   - "update @set { ... }" is a no-op; set lookups see only the elements present in
 //     the Fake, so affinity sets are empty unless the test pre-populates them;
 //   - "ct status dnat" is true once a DNAT happened earlier in the same trace.
@@ -33,9 +34,6 @@
 // FromListing loads the kernel's listing of a table (nfttext.ParseListing) into a
 // Fake, so a node's live ruleset is traced by the same interpreter as a
 // renderer's transactions (kube-proxy trace, internal/trace/live).
-//
-// Each Outcome carries its Probability: the product of the shares of the random
-// choices on its path.
 //
 // Anything the interpreter does not understand is an error naming the rule (never
 // silently ignored), so a renderer's tests fail loudly when it emits something new.

@@ -139,5 +139,9 @@ func TestKubeProxyShapedRuleset(t *testing.T) {
 		if want := o.DNAT == "10.180.0.1:80"; o.Masquerade != want {
 			t.Errorf("hairpin outcome %s: masquerade %v, want %v\n%v", o.DNAT, o.Masquerade, want, o.Trace)
 		}
+		// numgen random mod 2: each endpoint gets half of the connections.
+		if o.Probability != 0.5 {
+			t.Errorf("outcome %s: probability %g, want 0.5", o.DNAT, o.Probability)
+		}
 	}
 }

@@ -71,14 +71,11 @@ func (t *Tracer) Trace(p trace.Packet) (*trace.Result, error) {
 		pending = pending[:len(pending)-1]
 		r := &run{tr: t, tables: tables, pkt: pkt.clone(), choices: prefix, natDone: map[string]bool{}}
 		r.out.Mark = pkt.mark
+		r.out.Probability = 1
 		if err := r.walk(); err != nil {
 			return nil, err
 		}
 		r.out.Mark = r.pkt.mark
-		r.out.Probability = 1
-		for _, n := range r.alts {
-			r.out.Probability /= float64(n)
-		}
 		outcomes = append(outcomes, r.out)
 		if len(outcomes) > maxOutcomes {
 			return nil, fmt.Errorf("more than %d possible outcomes", maxOutcomes)

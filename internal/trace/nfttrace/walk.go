@@ -178,5 +178,6 @@ func (r *run) choose(n int) int {
 	}
 	r.made = append(r.made, c)
 	r.alts = append(r.alts, n)
+	r.out.Probability /= float64(n) // numgen random picks each alternative alike
 	return c
 }
