@@ -14,6 +14,8 @@ type Fake struct {
 	Listings map[string]string
 	// Saves are iptables-save outputs by family.
 	Saves map[v1.IPFamily][]byte
+	// Recent are the "-m recent" lists by family and name.
+	Recent map[v1.IPFamily]map[string][]netip.Addr
 	// Addresses are the node's addresses by family.
 	Addresses map[v1.IPFamily][]netip.Addr
 }
@@ -36,6 +38,11 @@ func (f *Fake) IPTablesSave(_ context.Context, family v1.IPFamily) ([]byte, stri
 		return nil, "", fmt.Errorf("no %s iptables rules", family)
 	}
 	return s, "iptables-save (fake)", nil
+}
+
+// IPTablesRecent implements Reader.
+func (f *Fake) IPTablesRecent(_ context.Context, family v1.IPFamily) (map[string][]netip.Addr, error) {
+	return f.Recent[family], nil
 }
 
 // LocalAddresses implements Reader.

@@ -3,9 +3,13 @@ package live
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -22,6 +26,9 @@ type Reader interface {
 	// IPTablesSave returns iptables-save of the family's filter and nat tables,
 	// and names the command that produced it.
 	IPTablesSave(ctx context.Context, family v1.IPFamily) ([]byte, string, error)
+	// IPTablesRecent returns the addresses of the family in each "-m recent"
+	// list of the kernel (iptables mode's session affinity), by list name.
+	IPTablesRecent(ctx context.Context, family v1.IPFamily) (map[string][]netip.Addr, error)
 	// LocalAddresses returns the node's own addresses of the family.
 	LocalAddresses(ctx context.Context, family v1.IPFamily) ([]netip.Addr, error)
 }
@@ -69,6 +76,48 @@ func (k *Kernel) IPTablesSave(ctx context.Context, family v1.IPFamily) ([]byte, 
 		name = "ip6tables-save"
 	}
 	return buf.Bytes(), fmt.Sprintf("%s -t filter, -t nat (%s backend)", name, backend), nil
+}
+
+// recentDir is where xt_recent lists its lists, for the reader's network
+// namespace.
+const recentDir = "/proc/net/xt_recent"
+
+// IPTablesRecent implements Reader from /proc/net/xt_recent: one file per list,
+// one line per address ("src=10.0.0.1 ttl: 64 last_seen: …"). Entries older than
+// a rule's --seconds are still listed until reaped; they are taken as present.
+func (k *Kernel) IPTablesRecent(_ context.Context, family v1.IPFamily) (map[string][]netip.Addr, error) {
+	entries, err := os.ReadDir(recentDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // xt_recent not loaded: no list
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the iptables recent lists: %w", err)
+	}
+	out := map[string][]netip.Addr{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(recentDir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("reading the iptables recent list %s: %w", e.Name(), err)
+		}
+		out[e.Name()] = parseRecent(string(b), family)
+	}
+	return out, nil
+}
+
+// parseRecent reads the addresses of family in an xt_recent list.
+func parseRecent(text string, family v1.IPFamily) []netip.Addr {
+	var out []netip.Addr
+	for _, line := range strings.Split(text, "\n") {
+		field, _, _ := strings.Cut(line, " ")
+		s, ok := strings.CutPrefix(field, "src=")
+		if !ok {
+			continue
+		}
+		if a, err := netip.ParseAddr(s); err == nil && a.Unmap().Is4() == (family == v1.IPv4Protocol) {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
 }
 
 // LocalAddresses implements Reader over netlink: every address of every

@@ -105,6 +105,7 @@ func checkTrace(ctx context.Context, t *testing.T, p *proxytest.Proxy, c *traceC
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("kube-proxy trace --src %s --dst %s/%s --iif %q:\n%s", c.src, c.to, strings.ToLower(string(c.proto)), c.iif, table)
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Errorf("%s: %s\nkube-proxy trace:\n%s", flow(c.from, c.proto, c.to), fmt.Sprintf(format, args...), table)
