@@ -31,8 +31,9 @@ type traceCase struct {
 	notAnswered bool
 	// pods, when set, are the only pods that may answer.
 	pods map[string]bool
-	// single: the trace must name exactly one endpoint (session affinity, in
-	// nftables mode, where the kernel's affinity set is part of the ruleset).
+	// single: the trace must name exactly one endpoint (session affinity: the
+	// kernel's memory of the client, nftables mode's affinity sets or iptables
+	// mode's -m recent lists, is read with the ruleset).
 	single bool
 }
 
@@ -272,7 +273,7 @@ func TestTrace(t *testing.T) {
 	}
 	v4 := v1.IPv4Protocol
 	affinityCase := traceCase{name: "session-affinity/IPv4", from: other.NS, src: other.IPs.V4, iif: other.HostIf, proto: v1.ProtocolTCP,
-		to: netip.AddrPortFrom(ip(affinity, v4), 80), want: lab.Answered, pods: node2Pods, single: !iptablesMode()}
+		to: netip.AddrPortFrom(ip(affinity, v4), 80), want: lab.Answered, pods: node2Pods, single: true}
 	cases = append(cases,
 		traceCase{name: "clusterip-from-node/IPv4", from: l.Node1.NS, src: l.Node1.IPs.V4, proto: v1.ProtocolTCP,
 			to: netip.AddrPortFrom(ip(lb, v4), 80), want: lab.Answered, pods: node2Pods},
