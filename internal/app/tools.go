@@ -20,7 +20,7 @@ import (
 // a node (`kubectl exec ds/kube-proxy -- kube-proxy explain ...`). Upstream's
 // command takes no arguments, so a first argument naming one of them shadows no
 // invocation of the proxy (upstream would refuse it).
-var toolNames = []string{"explain", "verify"}
+var toolNames = []string{"explain", "trace", "verify"}
 
 // IsToolInvocation reports whether args (os.Args[1:]) run a tool rather than the
 // proxy.
@@ -33,7 +33,7 @@ func IsToolInvocation(args []string) bool {
 func ExecuteTool(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{Use: "kube-proxy", SilenceUsage: true, SilenceErrors: true}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newExplainCommand(), newVerifyCommand())
+	root.AddCommand(newExplainCommand(), newTraceCommand(), newVerifyCommand())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -12,6 +12,14 @@
 //     port, its addresses, how each kind of traffic is handled, every endpoint with
 //     the reason it is or is not used for each traffic source
 //     (model.ExplainEndpoints), and the kernel objects that implement it.
+//   - GET /kproxy/v1alpha1/lookup?ip=A&port=P[&protocol=tcp|udp|sctp]: what a
+//     destination is: the ServicePorts it reaches as a ClusterIP, externalIP,
+//     load-balancer IP or NodePort (on the NodePort addresses of the last sync),
+//     each explained as above, and the ServiceCIDR holding it; one walk over the
+//     model per request (kube-proxy trace).
+//
+// The Trace document (BuildTrace, PrintTrace) is not served: `kube-proxy trace`
+// builds it from an evaluation of the kernel's live ruleset and a lookup.
 //
 // SearchServices (search.go) is the status page's Service table
 // (internal/statuspage): a page of the Services whose "namespace/name" contains a

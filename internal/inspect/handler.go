@@ -3,9 +3,11 @@ package inspect
 import (
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -52,6 +54,28 @@ func Handler(src *Source) http.Handler {
 		writeJSON(w, http.StatusOK, svc)
 	})
 	mux.HandleFunc("GET "+PathPrefix+"verify", verifyHandler(src))
+	mux.HandleFunc("GET "+PathPrefix+"lookup", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		ip, err := netip.ParseAddr(q.Get("ip"))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "ip: not an IP address: "+strconv.Quote(q.Get("ip")))
+			return
+		}
+		port, err := strconv.ParseUint(q.Get("port"), 10, 16)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "port: not a port number: "+strconv.Quote(q.Get("port")))
+			return
+		}
+		proto := v1.ProtocolTCP
+		if s := q.Get("protocol"); s != "" {
+			proto = v1.Protocol(strings.ToUpper(s))
+		}
+		if proto != v1.ProtocolTCP && proto != v1.ProtocolUDP && proto != v1.ProtocolSCTP {
+			writeError(w, http.StatusBadRequest, "protocol: not tcp, udp or sctp: "+strconv.Quote(q.Get("protocol")))
+			return
+		}
+		writeJSON(w, http.StatusOK, BuildLookup(src.Families, ip, int32(port), proto))
+	})
 	mux.HandleFunc(PathPrefix, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such document: "+strings.TrimPrefix(r.URL.Path, PathPrefix))
 	})

@@ -87,6 +87,12 @@ type Result struct {
 	Trace []string
 }
 
+// Evaluator traces packets through one ruleset: what every evaluator
+// (nfttrace, ipttrace) offers to kube-proxy trace.
+type Evaluator interface {
+	Trace(p Packet) (*Result, error)
+}
+
 // Output renders the result the way upstream kube-proxy's packet-flow tests spell
 // their expectations: the verdict if it is not ACCEPT, else the DNAT targets joined by
 // ", " if any, else "ACCEPT".

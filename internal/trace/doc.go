@@ -2,7 +2,9 @@
 // packet (Packet) and what became of it (Outcome, Result). The evaluators live in
 // its subpackages, one per rule language: nfttrace for nftables rulesets, ipttrace
 // for iptables rules as iptables-save lists them. They are pure: they evaluate
-// rules they are given and never read the kernel themselves.
+// rules they are given and never read the kernel themselves (internal/trace/live
+// reads a node's ruleset for kube-proxy trace). Evaluator is the one interface
+// kube-proxy trace needs of each.
 //
 // Contract: a Result holds one Outcome per path the rules allow (a random choice
 // between endpoints is explored exhaustively; each Outcome carries the probability

@@ -2,7 +2,7 @@
 // nft syntax kproxy meets, shared by whatever reads it. Writers of nft text are
 // elsewhere (internal/nft prints the renderer's typed rules); readers are the
 // packet tracer (internal/trace/nfttrace, over the rules of a knftables Fake,
-// and soon over a node's listing) and the knftables front end of the netlink
+// or of a node's listing read by ParseListing) and the knftables front end of the netlink
 // writer (internal/nftnetlink: Run, RunScript and Check read a transaction's
 // text, lowered to internal/nft's typed operations).
 //
@@ -50,6 +50,14 @@
 // concatenation is an address, a number, a protocol name or an interface name
 // (a quoted word, or any other word), a map value that starts with a verdict
 // keyword a verdict. ParseElem reads one key or value the same way.
+//
+// ParseListing reads the structure of what `nft list table` prints (listing.go):
+// tables, chains with their hook, priority ("dstnat - 10"), policy and comment,
+// sets and maps with their type, flags and elements (wrapped over lines, each with
+// its own comment, timeout and expiry), named counters; each rule line goes
+// through ParseRule's parser, so the kernel's spelling of a rule ("meta mark &
+// 0x00004000 != 0x00000000", "dnat ip to … map @m") and a transaction's are one
+// syntax tree.
 //
 // Anything else is an error naming the word it stopped at: a reader fails loudly
 // on syntax it does not know, never reads something else.

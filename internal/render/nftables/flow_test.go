@@ -34,7 +34,8 @@ type flowTest struct {
 
 func runFlowTests(t *testing.T, fake *knftables.Fake, tests []flowTest) {
 	t.Helper()
-	tracer, err := nfttrace.New(fake, []string{testNodeIP, "192.168.1.2"})
+	local := []string{testNodeIP, "192.168.1.2"}
+	tracer, err := nfttrace.New(fake, local)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,15 +44,7 @@ func runFlowTests(t *testing.T, fake *knftables.Fake, tests []flowTest) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := trace.Packet{SourceIP: tc.source, DestIP: tc.dest, DestPort: tc.port, SourcePort: 40000,
-				Protocol: tc.protocol, LocallyGenerated: tc.local}
-			if !tc.local {
-				p.InputInterface = "eth0"
-				if netip.MustParsePrefix("10.0.0.0/8").Contains(netip.MustParseAddr(tc.source)) {
-					p.InputInterface = "veth0"
-				}
-			}
-			res, err := tracer.Trace(p)
+			res, err := tracer.Trace(flowPacket(tc))
 			if err != nil {
 				t.Fatalf("trace: %v", err)
 			}
@@ -61,6 +54,21 @@ func runFlowTests(t *testing.T, fake *knftables.Fake, tests []flowTest) {
 			}
 		})
 	}
+	checkKernelTraces(t, fake, tests, local)
+}
+
+// flowPacket is the packet of a flow test: from a pod (10.0.0.0/8) it arrives on
+// veth0, from elsewhere on eth0, unless locally generated.
+func flowPacket(tc flowTest) trace.Packet {
+	p := trace.Packet{SourceIP: tc.source, DestIP: tc.dest, DestPort: tc.port, SourcePort: 40000,
+		Protocol: tc.protocol, LocallyGenerated: tc.local}
+	if !tc.local {
+		p.InputInterface = "eth0"
+		if netip.MustParsePrefix("10.0.0.0/8").Contains(netip.MustParseAddr(tc.source)) {
+			p.InputInterface = "veth0"
+		}
+	}
+	return p
 }
 
 // masqueradeServices are upstream's TestInternalExternalMasquerade Services: an LB

@@ -131,11 +131,13 @@ func TestFlowsLocalhostNodePorts(t *testing.T) {
 					if err := tracer.Validate(); err != nil {
 						t.Fatalf("ruleset not understood by the tracer: %v", err)
 					}
+					var kernelFlows []flowTest
 					for _, f := range flows {
 						src := nodeIP
 						if netipIsLoopback(f.dest) {
 							src = f.dest
 						}
+						kernelFlows = append(kernelFlows, flowTest{name: f.name, source: src, local: true, protocol: f.protocol, dest: f.dest, port: f.port})
 						res, err := tracer.Trace(trace.Packet{SourceIP: src, DestIP: f.dest, DestPort: f.port, SourcePort: 40000,
 							Protocol: f.protocol, LocallyGenerated: true})
 						if err != nil {
@@ -145,6 +147,7 @@ func TestFlowsLocalhostNodePorts(t *testing.T) {
 							t.Errorf("%s: got %q, want %q\n%s", f.name, got, want, res.TraceString())
 						}
 					}
+					checkKernelTraces(t, fake, kernelFlows, []string{nodeIP})
 				})
 			}
 		})

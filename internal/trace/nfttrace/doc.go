@@ -31,6 +31,10 @@
 //     the Fake, so affinity sets are empty unless the test pre-populates them;
 //   - "ct status dnat" is true once a DNAT happened earlier in the same trace.
 //
+// FromListing loads the kernel's listing of a table (nfttext.ParseListing) into a
+// Fake, so a node's live ruleset is traced by the same interpreter as a
+// renderer's transactions (kube-proxy trace, internal/trace/live).
+//
 // Anything the interpreter does not understand is an error naming the rule (never
 // silently ignored), so a renderer's tests fail loudly when it emits something new.
 // Tracer.Validate parses every rule, set and map element up front for the same reason.
