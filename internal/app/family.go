@@ -134,7 +134,7 @@ func newNFTablesFamily(ctx context.Context, p familyParams) (*builtFamily, error
 	built.run = func(ctx context.Context, trigger func()) error {
 		g, ctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return proxier.MonitorTable(ctx, reader.TableExists, dpnft.TableCheckInterval, trigger) })
-		g.Go(func() error { return proxier.RunDriftTimer(ctx, trigger) })
+		g.Go(func() error { return proxier.RunDriftChecks(ctx, trigger) })
 		if listeners != nil {
 			g.Go(func() error { return listeners.Run(ctx) })
 		}

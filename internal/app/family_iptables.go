@@ -96,7 +96,7 @@ func buildIPTablesFamily(ctx context.Context, p familyParams, ipt iptables.Inter
 	}
 	run := func(ctx context.Context, trigger func()) error {
 		g, ctx := errgroup.WithContext(ctx)
-		g.Go(func() error { return proxier.RunDriftTimer(ctx, trigger) })
+		g.Go(func() error { return proxier.RunDriftChecks(ctx, trigger) })
 		g.Go(func() error { return canaryMonitor(ctx, trigger) })
 		return g.Wait()
 	}

@@ -1,6 +1,7 @@
 package nftnetlink
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -85,5 +86,50 @@ func BenchmarkOpsFull10k(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(bd.size())/1e6, "MB")
+	}
+}
+
+// BenchmarkInventoryOf10k measures the applied side of a drift check at 10,000
+// Services x 10 endpoints (endpoint maps, as the daemon): the full sync's
+// operations encoded without a socket and reduced to an inventory.
+func BenchmarkInventoryOf10k(b *testing.B) {
+	cfg := testConfig(knftables.IPv4Family)
+	cfg.EndpointMaps = true
+	st := renderState(cfg, scaleViews(10000, 10))
+	ex, err := New(cfg.Family, render.TableName, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := ex.InventoryOf(render.FullOps(st)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadInventory10k measures the kernel side of a drift check at 10,000
+// Services x 10 endpoints: the table dumped from the kernel (root, in a private
+// namespace) and reduced to an inventory.
+func BenchmarkReadInventory10k(b *testing.B) {
+	needRoot(b)
+	ns := testNetns(b)
+	cfg := testConfig(knftables.IPv4Family)
+	cfg.EndpointMaps = true
+	st := renderState(cfg, scaleViews(10000, 10))
+	ex, err := New(cfg.Family, render.TableName, Options{NetNSPath: netnsPath(ns)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ex.RunOps(context.Background(), render.FullOps(st)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := ex.ReadInventory(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

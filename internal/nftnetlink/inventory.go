@@ -4,18 +4,17 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
-	"slices"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/kproxy/kproxy/internal/nft"
 )
 
-// An Inventory is what one table holds, reduced to the canonical forms of
-// canon.go and hashed: one number per chain and set definition, per rule and per
-// element. The inventory of what kproxy wrote (InventoryOf) and the inventory of
-// what the kernel holds (ReadInventory) are equal exactly when nobody changed
-// the table in between; CompareInventories lists how they differ.
+// An Inventory is what one table holds, reduced to the canonical hashes of
+// canon.go: one number per chain and set definition, per rule and per element.
+// The inventory of what kproxy wrote (InventoryOf) and the inventory of what the
+// kernel holds (ReadInventory) are equal exactly when nobody changed the table in
+// between; CompareInventories lists how they differ.
 type Inventory struct {
 	// Exists: the table exists.
 	Exists bool
@@ -25,55 +24,86 @@ type Inventory struct {
 	Sets map[string]*InventorySet
 	// Counters are the named counters.
 	Counters map[string]bool
+	// setTypes are the types of its named sets, with which ApplyToInventory
+	// encodes the element operations of later syncs.
+	setTypes map[string]*setInfo
 }
 
 // InventoryChain is one chain.
 type InventoryChain struct {
-	// Def is the digest of its definition (base chain hook, type, priority,
-	// policy; comment).
+	// Def is the hash of its definition (base chain hook, type, priority, policy;
+	// comment).
 	Def uint64
-	// Rules are the digests of its rules, in order.
+	// Rules are the hashes of its rules, in order.
 	Rules []uint64
 }
 
 // InventorySet is one named set or map.
 type InventorySet struct {
 	Map bool
-	// Def is the digest of its definition (type, flags, timeout, comment).
+	// Def is the hash of its definition (type, flags, timeout, comment).
 	Def uint64
 	// Dynamic sets are filled by the packet path (session affinity): their
 	// elements are not kproxy's to compare, and Elements is nil.
 	Dynamic bool
-	// Elements are the digests of its elements (keys and values).
-	Elements map[uint64]bool
+	// Elements maps the hash of each element's key to the hash of the whole
+	// element (key, value, flags, comment).
+	Elements map[uint64]uint64
 }
 
 func newInventory() *Inventory {
-	return &Inventory{Chains: map[string]*InventoryChain{}, Sets: map[string]*InventorySet{}, Counters: map[string]bool{}}
+	return &Inventory{Chains: map[string]*InventoryChain{}, Sets: map[string]*InventorySet{}, Counters: map[string]bool{},
+		setTypes: map[string]*setInfo{}}
 }
 
 // dynamicSetFlags mark a set the packet path writes into.
 const dynamicSetFlags = unix.NFT_SET_EVAL | unix.NFT_SET_TIMEOUT
 
+// newInventorySet returns the inventory entry of the set a NEWSET message (or a
+// dump of one) defines.
+func newInventorySet(msg []byte) *InventorySet {
+	flags, _ := attrGet(msg, unix.NFTA_SET_FLAGS)
+	s := &InventorySet{Map: be32(flags)&unix.NFT_SET_MAP != 0, Def: setDefHash(msg), Dynamic: be32(flags)&dynamicSetFlags != 0}
+	if !s.Dynamic {
+		s.Elements = map[uint64]uint64{}
+	}
+	return s
+}
+
 // InventoryOf returns the inventory of the table the typed operations ops leave
-// behind when applied to an empty kernel (a full sync, render/nftables.FullOps). It
-// encodes ops as RunOps would, without a socket, and reads the batch back message
-// by message, so that both sides of a comparison go through the same encoders.
+// behind when applied to an empty kernel (a full sync, render/nftables.FullOps):
+// ApplyToInventory on an empty inventory.
 func (e *Executor) InventoryOf(ops iter.Seq[nft.Op]) (*Inventory, error) {
 	inv := newInventory()
-	r := &batchReader{inv: inv, hash: newCanonHash(), anon: map[uint32][]byte{}, anonSets: map[string]uint32{}}
+	if err := e.ApplyToInventory(inv, ops); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// ApplyToInventory updates inv, the inventory of a table, with what the typed
+// operations ops (a partial sync, render/nftables.Plan.Ops) change in it. It
+// encodes ops as RunOps would, without a socket (element operations on sets the
+// operations do not define take their types from inv), and reads the batch back
+// message by message as it is written (a chunk at a time, reusing the chunks), so
+// that both sides of a comparison go through the same encoders. On error inv is
+// partly updated and must be rebuilt.
+func (e *Executor) ApplyToInventory(inv *Inventory, ops iter.Seq[nft.Op]) error {
+	r := &batchReader{inv: inv, anon: map[uint32]uint64{}}
 	t := e.newTranslator(nil)
-	t.b.chunkSize = batchChunkSize
+	t.sets = inv.setTypes
+	t.lookup = func(name string) (*setInfo, error) { return nil, fmt.Errorf("not defined in the inventory") }
 	drain := func() {
 		for _, chunk := range t.b.sealed {
 			r.read(chunk)
+			t.b.free = append(t.b.free, chunk)
 		}
 		t.b.sealed = t.b.sealed[:0]
 	}
 	i := 0
 	for op := range ops {
 		if err := t.op(&op); err != nil {
-			return nil, fmt.Errorf("nftnetlink: inventory of operation %d %q: %w", i, e.opText(&op), err)
+			return fmt.Errorf("nftnetlink: inventory of operation %d %q: %w", i, e.opText(&op), err)
 		}
 		i++
 		drain()
@@ -81,19 +111,19 @@ func (e *Executor) InventoryOf(ops iter.Seq[nft.Op]) (*Inventory, error) {
 	t.end(false)
 	drain()
 	r.read(t.b.buf)
-	return inv, nil
+	// A deleted table resets the translator's sets.
+	inv.setTypes = t.sets
+	return nil
 }
 
 // batchReader folds the messages of a batch into an inventory.
 type batchReader struct {
-	inv  *Inventory
-	hash canonHash
-	// anon holds the canonical contents of the anonymous sets of the batch by set
-	// id, until the rule that uses them; anonSets maps their names to ids while
-	// their elements arrive.
-	anon     map[uint32][]byte
-	anonSets map[string]uint32
-	scratch  []byte
+	inv *Inventory
+	// anon holds the hashes of the anonymous sets of the batch by set id: their
+	// definitions until their elements arrive, then their contents, until the
+	// rule that uses them.
+	anon    map[uint32]uint64
+	scratch []uint64
 }
 
 func (r *batchReader) read(buf []byte) {
@@ -104,30 +134,40 @@ func (r *batchReader) read(buf []byte) {
 		}
 		typ := binary.NativeEndian.Uint16(buf[4:])
 		if typ>>8 == unix.NFNL_SUBSYS_NFTABLES {
-			r.message(int(typ&0xff), attrs(buf[unix.NLMSG_HDRLEN+4:n]))
+			r.message(int(typ&0xff), buf[unix.NLMSG_HDRLEN+4:n])
 		}
-		buf = buf[(n+3)&^3:]
+		buf = buf[min((n+3)&^3, len(buf)):]
 	}
 }
 
-func (r *batchReader) message(typ int, a map[uint16][]byte) {
+// str is a string attribute of msg.
+func str(msg []byte, typ uint16) string {
+	v, _ := attrGet(msg, typ)
+	return cstring(v)
+}
+
+func (r *batchReader) message(typ int, msg []byte) {
 	inv := r.inv
 	switch typ {
 	case unix.NFT_MSG_NEWTABLE:
 		inv.Exists = true
 	case unix.NFT_MSG_DELTABLE:
-		*inv = *newInventory()
+		// The translator resets the set types itself (ApplyToInventory).
+		inv.Exists = false
+		clear(inv.Chains)
+		clear(inv.Sets)
+		clear(inv.Counters)
 	case unix.NFT_MSG_NEWCHAIN:
-		name := cstring(a[unix.NFTA_CHAIN_NAME])
+		name := str(msg, unix.NFTA_CHAIN_NAME)
 		if inv.Chains[name] == nil {
-			inv.Chains[name] = &InventoryChain{Def: r.hash.sum(canonChainDef(a))}
+			inv.Chains[name] = &InventoryChain{Def: chainDefHash(msg)}
 		}
 	case unix.NFT_MSG_DELCHAIN:
-		delete(inv.Chains, cstring(a[unix.NFTA_CHAIN_NAME]))
+		delete(inv.Chains, str(msg, unix.NFTA_CHAIN_NAME))
 	case unix.NFT_MSG_DELRULE:
 		// A flush: of one chain, or of the table.
-		if name, ok := a[unix.NFTA_RULE_CHAIN]; ok {
-			if c := inv.Chains[cstring(name)]; c != nil {
+		if _, ok := attrGet(msg, unix.NFTA_RULE_CHAIN); ok {
+			if c := inv.Chains[str(msg, unix.NFTA_RULE_CHAIN)]; c != nil {
 				c.Rules = nil
 			}
 			return
@@ -136,103 +176,78 @@ func (r *batchReader) message(typ int, a map[uint16][]byte) {
 			c.Rules = nil
 		}
 	case unix.NFT_MSG_NEWRULE:
-		c := inv.Chains[cstring(a[unix.NFTA_RULE_CHAIN])]
+		c := inv.Chains[str(msg, unix.NFTA_RULE_CHAIN)]
 		if c == nil {
 			return
 		}
-		r.scratch = appendCanonRule(r.scratch[:0], a[unix.NFTA_RULE_EXPRESSIONS], a[unix.NFTA_RULE_USERDATA], r.resolveBatch)
-		c.Rules = append(c.Rules, r.hash.sum(r.scratch))
+		exprs, _ := attrGet(msg, unix.NFTA_RULE_EXPRESSIONS)
+		ud, _ := attrGet(msg, unix.NFTA_RULE_USERDATA)
+		c.Rules = append(c.Rules, ruleHash(exprs, ud, r.resolve))
 	case unix.NFT_MSG_NEWSET:
-		r.newSet(a)
-	case unix.NFT_MSG_DELSET:
-		delete(inv.Sets, cstring(a[unix.NFTA_SET_NAME]))
-	case unix.NFT_MSG_NEWSETELEM, unix.NFT_MSG_DELSETELEM:
-		r.elements(typ == unix.NFT_MSG_NEWSETELEM, a)
-	case unix.NFT_MSG_NEWOBJ:
-		inv.Counters[cstring(a[unix.NFTA_OBJ_NAME])] = true
-	case unix.NFT_MSG_DELOBJ:
-		delete(inv.Counters, cstring(a[unix.NFTA_OBJ_NAME]))
-	}
-}
-
-func (r *batchReader) newSet(a map[uint16][]byte) {
-	name := cstring(a[unix.NFTA_SET_NAME])
-	flags := be32(a[unix.NFTA_SET_FLAGS])
-	if flags&unix.NFT_SET_ANONYMOUS != 0 {
-		id := be32(a[unix.NFTA_SET_ID])
-		r.anonSets[name] = id
-		r.anon[id] = canonSetDef(a)
-		return
-	}
-	if r.inv.Sets[name] != nil {
-		return
-	}
-	s := &InventorySet{Map: flags&unix.NFT_SET_MAP != 0, Def: r.hash.sum(canonSetDef(a)),
-		Dynamic: flags&dynamicSetFlags != 0}
-	if !s.Dynamic {
-		s.Elements = map[uint64]bool{}
-	}
-	r.inv.Sets[name] = s
-}
-
-func (r *batchReader) elements(add bool, a map[uint16][]byte) {
-	if id, ok := a[unix.NFTA_SET_ELEM_LIST_SET_ID]; ok {
-		// An anonymous set's elements: sorted into its canonical contents.
-		key := be32(id)
-		if def, ok := r.anon[key]; ok {
-			r.anon[key] = appendCanonElements(def, a[unix.NFTA_SET_ELEM_LIST_ELEMENTS])
+		flags, _ := attrGet(msg, unix.NFTA_SET_FLAGS)
+		if be32(flags)&unix.NFT_SET_ANONYMOUS != 0 {
+			id, _ := attrGet(msg, unix.NFTA_SET_ID)
+			r.anon[be32(id)] = setDefHash(msg)
+			return
 		}
-		delete(r.anonSets, cstring(a[unix.NFTA_SET_ELEM_LIST_SET]))
+		if name := str(msg, unix.NFTA_SET_NAME); inv.Sets[name] == nil {
+			inv.Sets[name] = newInventorySet(msg)
+		}
+	case unix.NFT_MSG_DELSET:
+		delete(inv.Sets, str(msg, unix.NFTA_SET_NAME))
+	case unix.NFT_MSG_NEWSETELEM, unix.NFT_MSG_DELSETELEM:
+		r.elements(typ == unix.NFT_MSG_NEWSETELEM, msg)
+	case unix.NFT_MSG_NEWOBJ:
+		inv.Counters[str(msg, unix.NFTA_OBJ_NAME)] = true
+	case unix.NFT_MSG_DELOBJ:
+		delete(inv.Counters, str(msg, unix.NFTA_OBJ_NAME))
+	}
+}
+
+func (r *batchReader) elements(add bool, msg []byte) {
+	list, hasList := attrGet(msg, unix.NFTA_SET_ELEM_LIST_ELEMENTS)
+	if id, ok := attrGet(msg, unix.NFTA_SET_ELEM_LIST_SET_ID); ok {
+		// An anonymous set's elements (all in one message): its contents.
+		if def, ok := r.anon[be32(id)]; ok {
+			r.anon[be32(id)] = elementsHash(def, list, &r.scratch)
+		}
 		return
 	}
-	s := r.inv.Sets[cstring(a[unix.NFTA_SET_ELEM_LIST_SET])]
+	s := r.inv.Sets[str(msg, unix.NFTA_SET_ELEM_LIST_SET)]
 	if s == nil || s.Dynamic {
 		return
 	}
-	list, ok := a[unix.NFTA_SET_ELEM_LIST_ELEMENTS]
-	if !ok && !add {
+	if !hasList && !add {
 		clear(s.Elements) // a flush
 		return
 	}
-	elems, _ := splitAttrs(list)
-	for _, e := range elems {
-		d := r.hash.sum(appendCanonPicked(r.scratch[:0], attrs(e.data), elemTypes...))
+	for b := list; len(b) > 0; {
+		_, e, rest, ok := nextAttr(b)
+		if !ok {
+			break
+		}
+		b = rest
 		if add {
-			s.Elements[d] = true
+			s.Elements[elemKeyHash(e)] = elemHash(e)
 		} else {
-			delete(s.Elements, d)
+			delete(s.Elements, elemKeyHash(e))
 		}
 	}
 }
 
-// resolveBatch names an anonymous set of the batch by its contents, and
-// forgets it: an anonymous set is bound to the one rule that follows it.
-func (r *batchReader) resolveBatch(lookup map[uint16][]byte) ([]byte, bool) {
-	id, ok := lookup[unix.NFTA_LOOKUP_SET_ID]
+// resolve returns the contents of the anonymous set of the batch a lookup
+// names by id, and forgets it: an anonymous set is bound to the one rule that
+// follows it.
+func (r *batchReader) resolve(lookup []byte) (uint64, bool) {
+	id, ok := attrGet(lookup, unix.NFTA_LOOKUP_SET_ID)
 	if !ok {
-		return nil, false
+		return 0, false
 	}
-	contents, ok := r.anon[be32(id)]
+	h, ok := r.anon[be32(id)]
 	if ok {
 		delete(r.anon, be32(id))
 	}
-	return contents, ok
-}
-
-// appendCanonElements appends the sorted canonical forms of a list of
-// elements (an anonymous set's contents).
-func appendCanonElements(dst, list []byte) []byte {
-	elems, _ := splitAttrs(list)
-	forms := make([][]byte, 0, len(elems))
-	for _, e := range elems {
-		forms = append(forms, appendCanonPicked(nil, attrs(e.data), elemTypes...))
-	}
-	slices.SortFunc(forms, compareBytes)
-	dst = append(dst, '[')
-	for _, f := range forms {
-		dst = append(append(dst, f...), ';')
-	}
-	return append(dst, ']')
+	return h, ok
 }
 
 func be32(b []byte) uint32 {

@@ -43,20 +43,26 @@ func CompareInventories(want, got *Inventory, r *drift.Report) {
 		case g.Def != w.Def || g.Map != w.Map:
 			r.Add(drift.Difference{Kind: kind, Name: name, Change: drift.Changed, Detail: "definition (type, flags, timeout or comment)"})
 		case !w.Dynamic:
-			missing, extra := 0, 0
-			for e := range w.Elements {
-				if !g.Elements[e] {
+			missing, extra, changed := 0, 0, 0
+			for k, e := range w.Elements {
+				switch ge, ok := g.Elements[k]; {
+				case !ok:
 					missing++
+				case ge != e:
+					changed++
 				}
 			}
-			for e := range g.Elements {
-				if !w.Elements[e] {
+			for k := range g.Elements {
+				if _, ok := w.Elements[k]; !ok {
 					extra++
 				}
 			}
-			if missing+extra > 0 {
-				r.Add(drift.Difference{Kind: "element", Name: name, Change: drift.Changed,
-					Detail: fmt.Sprintf("%d missing, %d extra of %d", missing, extra, len(w.Elements))})
+			if missing+extra+changed > 0 {
+				detail := fmt.Sprintf("%d missing, %d extra of %d", missing, extra, len(w.Elements))
+				if changed > 0 {
+					detail = fmt.Sprintf("%d missing, %d extra, %d with another value, of %d", missing, extra, changed, len(w.Elements))
+				}
+				r.Add(drift.Difference{Kind: "element", Name: name, Change: drift.Changed, Detail: detail})
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,26 +27,22 @@ func (e *Executor) ReadInventory(ctx context.Context) (*Inventory, error) {
 		return inv, err
 	}
 	inv.Exists = true
-	h := newCanonHash()
-	var scratch []byte
+	ofTable := func(msg []byte, attr uint16) bool { return str(msg, attr) == e.table }
 
 	// Sets first: the rules' lookups of anonymous sets are resolved by name.
-	anon := map[string][]byte{}
+	anon := map[string]uint64{}
 	var named []string
-	err = dump(sock, unix.NFT_MSG_GETSET, e.nfproto, unix.NFTA_SET_TABLE, e.table, func(a map[uint16][]byte) {
-		if cstring(a[unix.NFTA_SET_TABLE]) != e.table {
+	err = dumpRaw(sock, unix.NFT_MSG_GETSET, e.nfproto, tableFill(unix.NFTA_SET_TABLE, e.table), func(msg []byte) {
+		if !ofTable(msg, unix.NFTA_SET_TABLE) {
 			return
 		}
-		name := cstring(a[unix.NFTA_SET_NAME])
-		flags := be32(a[unix.NFTA_SET_FLAGS])
-		if flags&unix.NFT_SET_ANONYMOUS != 0 {
-			anon[name] = canonSetDef(a)
+		name := str(msg, unix.NFTA_SET_NAME)
+		if flags, _ := attrGet(msg, unix.NFTA_SET_FLAGS); be32(flags)&unix.NFT_SET_ANONYMOUS != 0 {
+			anon[name] = setDefHash(msg)
 			return
 		}
-		s := &InventorySet{Map: flags&unix.NFT_SET_MAP != 0, Def: h.sum(canonSetDef(a)),
-			Dynamic: flags&dynamicSetFlags != 0}
+		s := newInventorySet(msg)
 		if !s.Dynamic {
-			s.Elements = map[uint64]bool{}
 			named = append(named, name)
 		}
 		inv.Sets[name] = s
@@ -57,61 +52,76 @@ func (e *Executor) ReadInventory(ctx context.Context) (*Inventory, error) {
 	}
 	for _, name := range named {
 		s := inv.Sets[name]
-		err := dumpElements(sock, e.nfproto, e.table, name, func(elem map[uint16][]byte) {
-			s.Elements[h.sum(appendCanonPicked(scratch[:0], elem, elemTypes...))] = true
+		err := dumpElementLists(sock, e.nfproto, e.table, name, func(list []byte) {
+			for b := list; len(b) > 0; {
+				_, el, rest, ok := nextAttr(b)
+				if !ok {
+					break
+				}
+				b = rest
+				s.Elements[elemKeyHash(el)] = elemHash(el)
+			}
 		})
 		if err != nil {
 			return nil, fmt.Errorf("nftnetlink: listing the elements of %s: %w", name, err)
 		}
 	}
+	var scratch []uint64
+	var list []byte
 	for name, def := range anon {
-		var list []byte
+		list = list[:0]
 		err := dumpElementLists(sock, e.nfproto, e.table, name, func(l []byte) { list = append(list, l...) })
 		if err != nil {
 			return nil, fmt.Errorf("nftnetlink: listing the elements of %s: %w", name, err)
 		}
-		anon[name] = appendCanonElements(def, list)
+		anon[name] = elementsHash(def, list, &scratch)
 	}
 
-	err = dump(sock, unix.NFT_MSG_GETCHAIN, e.nfproto, unix.NFTA_CHAIN_TABLE, e.table, func(a map[uint16][]byte) {
-		if cstring(a[unix.NFTA_CHAIN_TABLE]) == e.table {
-			inv.Chains[cstring(a[unix.NFTA_CHAIN_NAME])] = &InventoryChain{Def: h.sum(canonChainDef(a))}
+	err = dumpRaw(sock, unix.NFT_MSG_GETCHAIN, e.nfproto, tableFill(unix.NFTA_CHAIN_TABLE, e.table), func(msg []byte) {
+		if ofTable(msg, unix.NFTA_CHAIN_TABLE) {
+			inv.Chains[str(msg, unix.NFTA_CHAIN_NAME)] = &InventoryChain{Def: chainDefHash(msg)}
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nftnetlink: listing chains: %w", err)
 	}
-	resolve := func(lookup map[uint16][]byte) ([]byte, bool) {
-		name := cstring(lookup[unix.NFTA_LOOKUP_SET])
-		if !strings.HasPrefix(name, "__") {
-			return nil, false
+	resolve := func(lookup []byte) (uint64, bool) {
+		name, _ := attrGet(lookup, unix.NFTA_LOOKUP_SET)
+		if len(name) < 2 || name[0] != '_' || name[1] != '_' {
+			return 0, false
 		}
-		contents, ok := anon[name]
-		return contents, ok
+		h, ok := anon[cstring(name)]
+		return h, ok
 	}
-	err = dump(sock, unix.NFT_MSG_GETRULE, e.nfproto, unix.NFTA_RULE_TABLE, e.table, func(a map[uint16][]byte) {
-		if cstring(a[unix.NFTA_RULE_TABLE]) != e.table {
+	err = dumpRaw(sock, unix.NFT_MSG_GETRULE, e.nfproto, tableFill(unix.NFTA_RULE_TABLE, e.table), func(msg []byte) {
+		if !ofTable(msg, unix.NFTA_RULE_TABLE) {
 			return
 		}
-		c := inv.Chains[cstring(a[unix.NFTA_RULE_CHAIN])]
+		c := inv.Chains[str(msg, unix.NFTA_RULE_CHAIN)]
 		if c == nil {
 			return
 		}
-		scratch = appendCanonRule(scratch[:0], a[unix.NFTA_RULE_EXPRESSIONS], a[unix.NFTA_RULE_USERDATA], resolve)
-		c.Rules = append(c.Rules, h.sum(scratch))
+		exprs, _ := attrGet(msg, unix.NFTA_RULE_EXPRESSIONS)
+		ud, _ := attrGet(msg, unix.NFTA_RULE_USERDATA)
+		c.Rules = append(c.Rules, ruleHash(exprs, ud, resolve))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nftnetlink: listing rules: %w", err)
 	}
-	err = dump(sock, unix.NFT_MSG_GETOBJ, e.nfproto, unix.NFTA_OBJ_TABLE, e.table, func(a map[uint16][]byte) {
-		if cstring(a[unix.NFTA_OBJ_TABLE]) == e.table && be32(a[unix.NFTA_OBJ_TYPE]) == nftObjectCounter {
-			inv.Counters[cstring(a[unix.NFTA_OBJ_NAME])] = true
+	err = dumpRaw(sock, unix.NFT_MSG_GETOBJ, e.nfproto, tableFill(unix.NFTA_OBJ_TABLE, e.table), func(msg []byte) {
+		if typ, _ := attrGet(msg, unix.NFTA_OBJ_TYPE); ofTable(msg, unix.NFTA_OBJ_TABLE) && be32(typ) == nftObjectCounter {
+			inv.Counters[str(msg, unix.NFTA_OBJ_NAME)] = true
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nftnetlink: listing counters: %w", err)
 	}
 	return inv, nil
+}
+
+// tableFill writes a dump request's table attribute.
+func tableFill(attr uint16, table string) func(*builder) {
+	return func(b *builder) { b.attrString(attr, table) }
 }
 
 // TableExists reports whether the table exists: one request, for a check that
@@ -193,24 +203,14 @@ func request(sock *socket, msgType int, nfproto byte, fill func(*builder), each 
 	}
 }
 
-// dumpElements calls each with the attributes of every element of set.
-func dumpElements(sock *socket, nfproto byte, table, set string, each func(map[uint16][]byte)) error {
-	return dumpElementLists(sock, nfproto, table, set, func(list []byte) {
-		elems, _ := splitAttrs(list)
-		for _, el := range elems {
-			each(attrs(el.data))
-		}
-	})
-}
-
 // dumpElementLists calls each with the NFTA_SET_ELEM_LIST_ELEMENTS of every
 // message of a dump of set's elements.
 func dumpElementLists(sock *socket, nfproto byte, table, set string, each func([]byte)) error {
-	return dumpWith(sock, unix.NFT_MSG_GETSETELEM, nfproto, func(b *builder) {
+	return dumpRaw(sock, unix.NFT_MSG_GETSETELEM, nfproto, func(b *builder) {
 		b.attrString(unix.NFTA_SET_ELEM_LIST_TABLE, table)
 		b.attrString(unix.NFTA_SET_ELEM_LIST_SET, set)
-	}, func(a map[uint16][]byte) {
-		if l, ok := a[unix.NFTA_SET_ELEM_LIST_ELEMENTS]; ok {
+	}, func(msg []byte) {
+		if l, ok := attrGet(msg, unix.NFTA_SET_ELEM_LIST_ELEMENTS); ok {
 			each(l)
 		}
 	})

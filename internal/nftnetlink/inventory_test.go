@@ -72,17 +72,35 @@ func TestInventoryAfterPartialSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps, st := deltaStepsOn(cfg, 200)
+	// inc follows the steps' operations (ApplyToInventory), as the proxier keeps
+	// the inventory of what it applied between full syncs.
+	inc, err := ex.InventoryOf(func(func(nft.Op) bool) {})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range steps {
 		ops, commit := s.write()
 		if err := ex.RunOps(context.Background(), slices.Values(ops)); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		commit()
+		if err := ex.ApplyToInventory(inc, slices.Values(ops)); err != nil {
+			t.Fatalf("%s: ApplyToInventory: %v", s.name, err)
+		}
 		if strings.Contains(s.name, "deferred") {
 			continue // the stale chains are still there until the next step deletes them
 		}
 		if diffs := compare(t, ex, st); len(diffs) > 0 {
 			t.Errorf("%s: differences:\n%s", s.name, strings.Join(diffs, "\n"))
+		}
+		got, err := ex.ReadInventory(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r drift.Report
+		CompareInventories(inc, got, &r)
+		for _, d := range r.Differences {
+			t.Errorf("%s: the inventory kept up by ApplyToInventory differs from the kernel: %s", s.name, d)
 		}
 	}
 }

@@ -74,6 +74,12 @@ func dump(sock *socket, msgType int, nfproto byte, tableAttr uint16, table strin
 // and calls each with the attributes of every object returned. ENOENT (a missing
 // table or set) dumps nothing.
 func dumpWith(sock *socket, msgType int, nfproto byte, fill func(*builder), each func(map[uint16][]byte)) error {
+	return dumpRaw(sock, msgType, nfproto, fill, func(msg []byte) { each(attrs(msg)) })
+}
+
+// dumpRaw is dumpWith handing each object's attributes undecoded (msg is only
+// valid during the call: the socket's receive buffer is reused).
+func dumpRaw(sock *socket, msgType int, nfproto byte, fill func(*builder), each func(msg []byte)) error {
 	b := &builder{}
 	m := b.nftMsg(msgType, unix.NLM_F_DUMP, nfproto)
 	fill(b)
@@ -104,7 +110,7 @@ func dumpWith(sock *socket, msgType int, nfproto byte, fill func(*builder), each
 				return errors.New("dump interrupted by a concurrent change")
 			}
 			if len(r.data) > 4 { // after the nfgenmsg header
-				each(attrs(r.data[4:]))
+				each(r.data[4:])
 			}
 		}
 	}

@@ -15,7 +15,10 @@ import (
 type builder struct {
 	buf []byte // the chunk being written
 	// sealed are the earlier, complete chunks.
-	sealed    [][]byte
+	sealed [][]byte
+	// free are chunks a reader of the batch is done with (InventoryOf), reused
+	// before new ones are made.
+	free      [][]byte
 	chunkSize int
 	seq       uint32
 	// refs[i] is the command whose messages have sequence numbers from seqs[i] on,
@@ -37,7 +40,11 @@ func (b *builder) beginMsg(msgType uint16, flags uint16, family byte, resID uint
 		// No message is open between messages, so every offset handed out so far
 		// belongs to a finished message and the chunk can be sealed.
 		b.sealed = append(b.sealed, b.buf)
-		b.buf = make([]byte, 0, b.chunkSize+b.chunkSize/4)
+		if n := len(b.free); n > 0 {
+			b.buf, b.free = b.free[n-1][:0], b.free[:n-1]
+		} else {
+			b.buf = make([]byte, 0, b.chunkSize+b.chunkSize/4)
+		}
 	}
 	start := len(b.buf)
 	b.seq++

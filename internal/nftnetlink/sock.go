@@ -14,6 +14,8 @@ import (
 // socket is one NETLINK_NETFILTER socket, opened for one Run.
 type socket struct {
 	fd int
+	// rbuf is the receive buffer, reused by every recv.
+	rbuf []byte
 }
 
 // openSocket opens a netfilter netlink socket, in the network namespace at nsPath
@@ -123,8 +125,15 @@ func (r nlReply) errno() (uint32, error) {
 
 // recv reads the replies of one datagram; with wait false it returns (nil, nil)
 // when nothing is queued.
+//
+// The replies' data are in the socket's receive buffer, which the next recv
+// overwrites: a caller keeps nothing of them past its loop iteration (a dump of a
+// large table is thousands of datagrams).
 func (s *socket) recv(wait bool) ([]nlReply, error) {
-	buf := make([]byte, 1<<16)
+	if s.rbuf == nil {
+		s.rbuf = make([]byte, 1<<16)
+	}
+	buf := s.rbuf
 	flags := 0
 	if !wait {
 		flags = unix.MSG_DONTWAIT

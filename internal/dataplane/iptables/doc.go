@@ -24,11 +24,12 @@
 //     update (conntrack cleanup, health check ports) waits for the sync that
 //     succeeds. kubeproxy_sync_proxy_rules_iptables_total counts the rules of
 //     kproxy's chains per table, ..._iptables_last those the last restore wrote.
-//   - Drift (drift.go): Verify compares iptables-save of the filter and nat tables
-//     with the applied state (kproxy's chains rule by rule, the jumps from the
-//     built-in chains, no stale per-ServicePort chain), from any goroutine between
-//     syncs; once per DriftCheckPeriod a sync first makes the same comparison
-//     (proxycore.CheckDrift) and, when anything differs, becomes a full sync.
+//   - Drift (drift.go): Verify, from any goroutine, and RunDriftChecks, once per
+//     DriftCheckPeriod, compare iptables-save of the filter and nat tables (read
+//     with no lock held) with the applied state under the sync lock: kproxy's
+//     chains rule by rule, the jumps from the built-in chains, no stale
+//     per-ServicePort chain. Differences make the next sync, triggered at once, a
+//     full one (RequestFullSync).
 //   - Sync must be called from one goroutine (the sync runner). RequestFullSync and
 //     Verify may be called from any goroutine.
 package iptables

@@ -3,58 +3,68 @@ package iptables
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/iptables"
 	render "github.com/kproxy/kproxy/internal/render/iptables"
 )
 
-// RunDriftTimer requests a sync (trigger) whenever a drift check becomes due, so
-// that it runs within about one sync period of the last (proxycore.RunDriftTimer);
-// it returns nil when ctx is done.
-func (p *Proxier) RunDriftTimer(ctx context.Context, trigger func()) error {
-	return p.core.RunDriftTimer(ctx, trigger)
+// driftTables are the tables kproxy writes in, which drift detection compares.
+var driftTables = []render.Table{render.TableFilter, render.TableNAT}
+
+// comparison is this proxier's half of drift detection: iptables-save of the
+// filter and nat tables, read and parsed with no lock held, then compared under
+// the sync lock with p.applied. The renderer writes every rule as iptables-save
+// prints it (render.State.ChainRules), so each of kproxy's chains must hold
+// exactly its rules, in order; the jumps from the built-in chains must exist; and
+// no per-ServicePort chain may be left that nothing renders. Other software's
+// chains and rules are not compared. iptables has no generation: every check
+// reads.
+func (p *Proxier) comparison() *proxycore.DriftComparison[map[render.Table]*iptables.SaveTable] {
+	return &proxycore.DriftComparison[map[render.Table]*iptables.SaveTable]{
+		Lock:   &p.syncMu,
+		Writes: func() uint64 { return p.writes },
+		Read: func(ctx context.Context) (map[render.Table]*iptables.SaveTable, error) {
+			out := map[render.Table]*iptables.SaveTable{}
+			for _, table := range driftTables {
+				var buf bytes.Buffer
+				if err := p.cfg.IPT.SaveInto(ctx, iptables.Table(table), &buf); err != nil {
+					return nil, fmt.Errorf("listing the %s table: %w", table, err)
+				}
+				save, err := iptables.ParseSave(buf.Bytes())
+				if err != nil {
+					return nil, fmt.Errorf("reading the %s table: %w", table, err)
+				}
+				out[table] = save.Table(iptables.Table(table))
+			}
+			return out, nil
+		},
+		Compare: func(_ context.Context, kernel map[render.Table]*iptables.SaveTable, r *drift.Report) error {
+			if p.applied == nil {
+				return proxycore.ErrNothingApplied
+			}
+			for _, table := range driftTables {
+				compareTable(p.applied, table, kernel[table], r)
+			}
+			return nil
+		},
+	}
 }
 
-// ErrNothingApplied is Verify's error before the first successful sync.
-var ErrNothingApplied = errors.New("nothing applied yet: the first sync has not succeeded")
-
-// Verify compares the kernel's rules with the last applied state now, waiting for
-// a sync in progress to end (any goroutine).
+// Verify compares the kernel's rules with the applied state now (any goroutine);
+// a sync holds it up only for the comparison itself, not for iptables-save.
 func (p *Proxier) Verify(ctx context.Context) (*drift.Report, error) {
-	p.syncMu.Lock()
-	defer p.syncMu.Unlock()
-	return p.verify(ctx, false)
+	return proxycore.CompareDrift(ctx, p.core, p.comparison())
 }
 
-// verify compares iptables-save of the filter and nat tables with p.applied: the
-// renderer writes every rule as iptables-save prints it (render.State.ChainRules),
-// so each of kproxy's chains must hold exactly its rules, in order; the jumps from
-// the built-in chains must exist; and no per-ServicePort chain may be left that
-// nothing renders. Other software's chains and rules are not compared. There is
-// no generation to skip a comparison by (mayskip is unused): every check reads.
-func (p *Proxier) verify(ctx context.Context, _ bool) (*drift.Report, error) {
-	if p.applied == nil {
-		return nil, ErrNothingApplied
-	}
-	start := p.cfg.Clock.Now()
-	r := &drift.Report{Family: string(p.cfg.Family), Checked: start}
-	for _, table := range []render.Table{render.TableFilter, render.TableNAT} {
-		var buf bytes.Buffer
-		if err := p.cfg.IPT.SaveInto(ctx, iptables.Table(table), &buf); err != nil {
-			return nil, fmt.Errorf("listing the %s table: %w", table, err)
-		}
-		save, err := iptables.ParseSave(buf.Bytes())
-		if err != nil {
-			return nil, fmt.Errorf("reading the %s table: %w", table, err)
-		}
-		compareTable(p.applied, table, save.Table(iptables.Table(table)), r)
-	}
-	r.Duration = p.cfg.Clock.Since(start).Seconds()
-	return r, nil
+// RunDriftChecks compares the kernel with the applied state once per
+// DriftCheckPeriod and, when they differ, makes the next sync, triggered at once,
+// a full one (proxycore.RunDriftChecks). It returns nil when ctx is done.
+func (p *Proxier) RunDriftChecks(ctx context.Context, trigger func()) error {
+	return proxycore.RunDriftChecks(ctx, p.core, p.comparison(), p.RequestFullSync, trigger)
 }
 
 // compareTable adds to r how the kernel's table (nil when iptables-save printed

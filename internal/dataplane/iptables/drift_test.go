@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
+	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 	"github.com/kproxy/kproxy/internal/iptables"
 )
 
@@ -29,7 +30,7 @@ func differences(t *testing.T, f *fixture) []string {
 // are each the difference they are.
 func TestVerify(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.proxier.Verify(context.Background()); !errors.Is(err, ErrNothingApplied) {
+	if _, err := f.proxier.Verify(context.Background()); !errors.Is(err, proxycore.ErrNothingApplied) {
 		t.Fatalf("Verify before the first sync: %v, want ErrNothingApplied", err)
 	}
 	f.AddStandardServices()
@@ -65,30 +66,47 @@ func TestVerify(t *testing.T) {
 }
 
 // TestDriftCheckRepairs: the background comparison finds a flushed KUBE-SERVICES
-// on the first idle sync a sync period later and rewrites everything in that sync.
+// a period after the last full sync, requests a full sync and triggers it.
 func TestDriftCheckRepairs(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.DriftCheckPeriod = 30 * time.Second })
+	triggered := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- f.proxier.RunDriftChecks(ctx, func() {
+			select {
+			case triggered <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunDriftChecks: %v", err)
+		}
+	}()
 	f.AddStandardServices()
 	f.sync()
 	if err := f.ipt.FlushChain(context.Background(), iptables.TableNAT, "KUBE-SERVICES"); err != nil {
 		t.Fatal(err)
 	}
-	f.Clock.Step(29 * time.Second)
+	f.Clock.Step(30 * time.Second)
+	select {
+	case <-triggered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drift check did not trigger a sync within 10 s of falling due")
+	}
+	if r := f.proxier.core.LastDrift(); r == nil || r.Count != 1 {
+		t.Fatalf("LastDrift = %+v, want the flushed chain", r)
+	}
 	restores := f.restores()
 	f.sync()
-	if f.restores() != restores {
-		t.Fatal("a sync within a period of the last full sync compared and rewrote")
-	}
-	f.Clock.Step(time.Second)
-	f.sync()
-	if f.restores() != restores+1 {
-		t.Fatal("the drift was not repaired")
+	if f.restores() != restores+1 || !strings.Contains(f.lastRestore(), "-A KUBE-SERVICES") {
+		t.Fatal("the requested full sync did not rewrite KUBE-SERVICES")
 	}
 	if d := differences(t, f); len(d) > 0 {
 		t.Fatalf("differences after the repair:\n%s", strings.Join(d, "\n"))
-	}
-	if r := f.proxier.core.LastDrift(); r == nil || r.Count != 1 {
-		t.Errorf("LastDrift = %+v, want the flushed chain", r)
 	}
 	if v := dptest.Value(t, f.Registry, "kubeproxy_kproxy_drift_repairs_total", dptest.IPv4Label); v != 1 {
 		t.Errorf("kubeproxy_kproxy_drift_repairs_total = %v, want 1", v)

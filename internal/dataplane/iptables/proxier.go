@@ -52,9 +52,12 @@ type Proxier struct {
 	cfg Config
 	// fullSyncRequested is set by RequestFullSync (any goroutine).
 	fullSyncRequested atomic.Bool
-	// syncMu is held by Sync and Verify: a comparison must not see a sync's
-	// applied state and kernel half-way.
+	// syncMu is held by Sync, and by a drift comparison while it compares (not
+	// while it reads the kernel): it must not see a sync's applied state half-way.
 	syncMu sync.Mutex
+	// writes counts the successful restores (under syncMu): a drift comparison
+	// that saw one start is made again.
+	writes uint64
 
 	// Owned by the Sync goroutine.
 	// core is what every mode's proxier shares: model commits, node addresses,
@@ -132,9 +135,6 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		// As upstream, no periodic full sync in large clusters.
 		(p.core.FullSyncDue(start) && !p.renderCfg.LargeCluster)
 	baseChanged := p.core.RefreshNodePortIPs(ctx, &p.renderCfg.NodePortAddresses) && p.applied != nil
-	if !full && p.core.CheckDrift(ctx, !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0, p.verify) {
-		full = true
-	}
 	if p.countEndpoints(update, full) {
 		// Every endpoint rule gains or loses its comment.
 		full = true
@@ -208,6 +208,7 @@ func (p *Proxier) fullSync(ctx context.Context, start time.Time) error {
 	// iptables-restore cannot add a rule to a built-in chain without flushing it:
 	// the jumps are ensured one by one, on full syncs only (first sync, after a
 	// flush noticed by the canary, after a failure), as upstream.
+	p.writes++
 	for _, j := range render.JumpRules() {
 		table := iptables.Table(j.Table)
 		if _, err := p.cfg.IPT.EnsureChain(ctx, table, iptables.Chain(j.Target)); err != nil {
@@ -267,6 +268,7 @@ func (p *Proxier) ensureCounters(ctx context.Context) {
 // restore runs the restore input in p.buf. A failed full restore is counted here;
 // a failed partial one by the caller, which then does a full one.
 func (p *Proxier) restore(ctx context.Context, full bool) error {
+	p.writes++ // before: a failed restore may have changed a table (legacy commits table by table)
 	err := p.cfg.IPT.Restore(ctx, p.buf.Bytes())
 	if err == nil {
 		return nil

@@ -25,13 +25,15 @@
 //     kubeproxy_sync_proxy_rules_nftables_sync_failures_total, and is returned so the
 //     sync runner retries with back-off; /healthz turns unhealthy when queued changes
 //     stay unapplied past the health timeout.
-//   - Drift (drift.go, with Config.Inventories): Verify compares the kernel's table
-//     with the applied state (nftnetlink inventories) from any goroutine, between
-//     syncs; once per DriftCheckPeriod a sync first makes the same comparison
-//     (proxycore.CheckDrift; skipped while the ruleset generation has not moved
-//     since a clean one) and, when anything differs, becomes a full sync.
+//   - Drift (drift.go, with Config.Inventories): Verify, from any goroutine, and
+//     RunDriftChecks, once per DriftCheckPeriod, compare the kernel's table with
+//     what was applied (proxycore.DriftComparison): the table is read over netlink
+//     with no lock held, then compared under the sync lock with the inventory of
+//     what was applied, which every partial sync keeps up from its operations
+//     (nftnetlink.ApplyToInventory) and the first comparison after a full sync
+//     rebuilds. Differences make the next sync, triggered at once, a full one.
 //     MonitorTable looks every TableCheckInterval whether the table exists and,
-//     when it was deleted, requests a full sync (RequestFullSync) and triggers it.
+//     when it was deleted, records it and triggers a full sync.
 //   - Sync must be called from one goroutine (the sync runner). SetServiceCIDRs,
 //     Verify and RequestFullSync may be called from any goroutine.
 //   - Config.AfterSync, when set, is called on that goroutine after every Sync that

@@ -2,24 +2,25 @@ package nftables
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
 
+	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/nft"
 	"github.com/kproxy/kproxy/internal/nftnetlink"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
-// Inventories reads what the kernel holds of the table and what a stream of
-// operations writes, in the same canonical form; nftnetlink.Executor implements
+// Inventories reads what the kernel holds of the table and what streams of
+// operations write, in the same canonical form; nftnetlink.Executor implements
 // it (over netlink, whichever writer writes).
 type Inventories interface {
 	InventoryOf(ops iter.Seq[nft.Op]) (*nftnetlink.Inventory, error)
+	ApplyToInventory(inv *nftnetlink.Inventory, ops iter.Seq[nft.Op]) error
 	ReadInventory(ctx context.Context) (*nftnetlink.Inventory, error)
 	// Generation changes with every nftables transaction in the namespace.
 	Generation(ctx context.Context) (uint32, error)
@@ -30,79 +31,76 @@ type Inventories interface {
 // the 1 s kproxy promises (upstream waits for its hourly full sync).
 const TableCheckInterval = 500 * time.Millisecond
 
-// RunDriftTimer requests a sync (trigger) whenever a drift check becomes due, so
-// that it runs within about one sync period of the last (proxycore.RunDriftTimer);
-// it returns nil when ctx is done.
-func (p *Proxier) RunDriftTimer(ctx context.Context, trigger func()) error {
-	return p.core.RunDriftTimer(ctx, trigger)
+// comparison is this proxier's half of drift detection: the kernel's table read
+// over netlink, compared under the sync lock with the inventory of what was
+// applied (kept up by every sync, rebuilt after a full one when first needed).
+func (p *Proxier) comparison() *proxycore.DriftComparison[*nftnetlink.Inventory] {
+	inv := p.cfg.Inventories
+	return &proxycore.DriftComparison[*nftnetlink.Inventory]{
+		Lock:       &p.syncMu,
+		Writes:     func() uint64 { return p.writes },
+		Generation: inv.Generation,
+		Read:       inv.ReadInventory,
+		Compare: func(_ context.Context, kernel *nftnetlink.Inventory, r *drift.Report) error {
+			if p.applied == nil {
+				return proxycore.ErrNothingApplied
+			}
+			if p.want == nil {
+				want, err := inv.InventoryOf(render.FullOps(p.applied))
+				if err != nil {
+					return err
+				}
+				p.want = want
+			}
+			nftnetlink.CompareInventories(p.want, kernel, r)
+			return nil
+		},
+	}
 }
 
-// ErrNothingApplied is Verify's error before the first successful sync.
-var ErrNothingApplied = errors.New("nothing applied yet: the first sync has not succeeded")
-
-// Verify compares the kernel's table with the last applied state now, waiting
-// for a sync in progress to end (any goroutine).
+// Verify compares the kernel's table with the applied state now (any goroutine);
+// a sync holds it up only for the comparison itself, not for the kernel's listing.
 func (p *Proxier) Verify(ctx context.Context) (*drift.Report, error) {
-	p.syncMu.Lock()
-	defer p.syncMu.Unlock()
-	return p.verify(ctx, false)
+	return proxycore.CompareDrift(ctx, p.core, p.comparison())
 }
 
-// RequestFullSync makes the next Sync rewrite the whole table (any goroutine):
-// the table monitor found it deleted.
+// RunDriftChecks compares the kernel with the applied state once per
+// DriftCheckPeriod and, when they differ, makes the next sync, triggered at once,
+// a full one (proxycore.RunDriftChecks). It returns nil when ctx is done.
+func (p *Proxier) RunDriftChecks(ctx context.Context, trigger func()) error {
+	if p.cfg.Inventories == nil {
+		return nil
+	}
+	return proxycore.RunDriftChecks(ctx, p.core, p.comparison(), p.RequestFullSync, trigger)
+}
+
+// RequestFullSync makes the next Sync rewrite the whole table (any goroutine).
 func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
 
 // Applied reports whether a sync has succeeded and nothing failed since (any
 // goroutine): whether the table is expected to exist.
 func (p *Proxier) Applied() bool { return p.hasApplied.Load() }
 
-// verify compares the kernel with p.applied (the sync goroutine, or under
-// syncMu). With mayskip, a comparison that found nothing at the same ruleset
-// generation is not repeated: nothing was committed to nftables since.
-func (p *Proxier) verify(ctx context.Context, mayskip bool) (*drift.Report, error) {
-	inv := p.cfg.Inventories
-	if inv == nil {
-		return nil, errors.New("no kernel reader configured")
+// keepInventory keeps the inventory of what was applied up to date after a
+// successful write (the Sync goroutine): a full sync drops it (the next
+// comparison rebuilds it), a partial one applies its operations to it.
+func (p *Proxier) keepInventory(full bool, ops []nft.Op) {
+	if full || p.cfg.Inventories == nil {
+		p.want = nil
+		return
 	}
-	if p.applied == nil {
-		return nil, ErrNothingApplied
+	if p.want != nil && p.cfg.Inventories.ApplyToInventory(p.want, slices.Values(ops)) != nil {
+		p.want = nil
 	}
-	start := p.cfg.Clock.Now()
-	r := &drift.Report{Family: string(p.cfg.Family), Checked: start}
-	gen, err := inv.Generation(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if mayskip && p.cleanGeneration != nil && *p.cleanGeneration == gen {
-		r.Skipped = true
-		r.Duration = p.cfg.Clock.Since(start).Seconds()
-		return r, nil
-	}
-	want, err := inv.InventoryOf(render.FullOps(p.applied))
-	if err != nil {
-		return nil, fmt.Errorf("inventory of the applied state: %w", err)
-	}
-	got, err := inv.ReadInventory(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the kernel's table: %w", err)
-	}
-	nftnetlink.CompareInventories(want, got, r)
-	p.cleanGeneration = nil
-	if after, err := inv.Generation(ctx); err == nil && after == gen && r.Count == 0 {
-		// Read at one generation and identical: until the generation moves, the
-		// kernel still matches.
-		p.cleanGeneration = &gen
-	}
-	r.Duration = p.cfg.Clock.Since(start).Seconds()
-	return r, nil
 }
 
 // MonitorTable checks every interval whether the table exists, as long as a sync
 // has succeeded, and when it does not (someone deleted it: upstream notices at its
-// next hourly full sync), requests a full sync and calls trigger to run it now. It
-// returns nil when ctx is done. exists is one cheap request
-// (nftnetlink.Executor.TableExists). Errors are logged once per kind, not
-// returned: the periodic comparison and full syncs still repair the table.
+// next hourly full sync), makes the next sync a full one, records the missing table
+// as drift, and calls trigger to run it now. It returns nil when ctx is done.
+// exists is one cheap request (nftnetlink.Executor.TableExists). Errors are logged
+// once per kind, not returned: the periodic comparison and full syncs still repair
+// the table.
 func (p *Proxier) MonitorTable(ctx context.Context, exists func(context.Context) (bool, error), interval time.Duration, trigger func()) error {
 	logger := klog.FromContext(ctx).WithValues("ipFamily", p.cfg.Family)
 	ticker := time.NewTicker(interval)
@@ -114,7 +112,7 @@ func (p *Proxier) MonitorTable(ctx context.Context, exists func(context.Context)
 			return nil
 		case <-ticker.C:
 		}
-		if !p.Applied() || p.fullSyncRequested.Load() {
+		if !p.Applied() || p.tableMissing.Load() {
 			continue
 		}
 		ok, err := exists(ctx)
@@ -127,7 +125,7 @@ func (p *Proxier) MonitorTable(ctx context.Context, exists func(context.Context)
 		}
 		lastErr = ""
 		if !ok && p.Applied() {
-			p.RequestFullSync()
+			p.tableMissing.Store(true)
 			trigger()
 		}
 	}

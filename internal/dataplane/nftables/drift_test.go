@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
+	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/nft"
 	"github.com/kproxy/kproxy/internal/nftnetlink"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
@@ -23,6 +25,8 @@ type fakeInventories struct {
 	gen    uint32
 	reads  int
 	broken func(*nftnetlink.Inventory)
+	// churn makes every read see a commit by someone else (the generation moves).
+	churn bool
 }
 
 func (f *fakeInventories) InventoryOf(ops iter.Seq[nft.Op]) (*nftnetlink.Inventory, error) {
@@ -40,11 +44,10 @@ func (f *fakeInventories) InventoryOf(ops iter.Seq[nft.Op]) (*nftnetlink.Invento
 	return inv, nil
 }
 
-func (f *fakeInventories) ReadInventory(context.Context) (*nftnetlink.Inventory, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.reads++
-	return nil, errors.New("set by the fixture")
+// ApplyToInventory fails: the proxier then rebuilds the inventory of what it
+// applied from a full rendering when it next compares (InventoryOf).
+func (f *fakeInventories) ApplyToInventory(*nftnetlink.Inventory, iter.Seq[nft.Op]) error {
+	return errors.New("the fake rebuilds")
 }
 
 func (f *fakeInventories) Generation(context.Context) (uint32, error) {
@@ -64,8 +67,14 @@ func (k kernelInventories) ReadInventory(context.Context) (*nftnetlink.Inventory
 	k.mu.Lock()
 	k.reads++
 	broken := k.broken
+	if k.churn {
+		k.gen++
+	}
 	k.mu.Unlock()
+	// What the proxier applied, read under its lock as a kernel would hold it.
+	k.proxier.syncMu.Lock()
 	inv, _ := k.InventoryOf(fullOpsOf(k.proxier))
+	k.proxier.syncMu.Unlock()
 	if broken != nil {
 		broken(inv)
 	}
@@ -90,40 +99,84 @@ func newDriftFixture(t *testing.T) (*fixture, *fakeInventories) {
 	return f, fake
 }
 
+// runChecks runs the proxier's drift checks until the test ends and returns the
+// channel its trigger signals.
+func runChecks(t *testing.T, f *fixture) <-chan struct{} {
+	triggered := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- f.proxier.RunDriftChecks(ctx, func() {
+			select {
+			case triggered <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunDriftChecks: %v", err)
+		}
+	})
+	return triggered
+}
+
+// waitDrift waits (bounded) until the last drift report satisfies ok.
+func waitDrift(t *testing.T, f *fixture, what string, ok func(*drift.Report) bool) *drift.Report {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if r := f.proxier.core.LastDrift(); r != nil && ok(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no drift report %s within 10 s (last: %+v)", what, f.proxier.core.LastDrift())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestDriftCheckFindsAndRepairs(t *testing.T) {
 	f, kernel := newDriftFixture(t)
+	triggered := runChecks(t, f)
 	f.AddStandardServices()
 	f.sync()
 
-	// Due after one period, on a sync with nothing to write: nothing differs.
+	// Due a period after the full sync: nothing differs.
 	f.Clock.Step(30 * time.Second)
-	runs := f.nft.runs()
-	f.sync()
-	if f.nft.runs() != runs {
-		t.Fatal("a clean drift check wrote to the kernel")
-	}
-	if r := f.proxier.core.LastDrift(); r == nil || r.Count != 0 || r.Skipped {
-		t.Fatalf("LastDrift after a clean check = %+v", r)
+	first := waitDrift(t, f, "after a period", func(r *drift.Report) bool { return true })
+	if first.Count != 0 || first.Skipped {
+		t.Fatalf("first check = %+v, want a clean comparison", first)
 	}
 
 	// Nothing was committed since: the next check reads nothing.
+	kernel.mu.Lock()
 	reads := kernel.reads
+	kernel.mu.Unlock()
 	f.Clock.Step(30 * time.Second)
-	f.sync()
-	if r := f.proxier.core.LastDrift(); !r.Skipped || kernel.reads != reads {
-		t.Fatalf("a check at an unchanged generation read the kernel (%d reads, report %+v)", kernel.reads-reads, r)
+	waitDrift(t, f, "skipped", func(r *drift.Report) bool { return r.Skipped })
+	kernel.mu.Lock()
+	if kernel.reads != reads {
+		t.Errorf("a check at an unchanged generation read the kernel")
 	}
+	kernel.mu.Unlock()
 
-	// A third party flushes a chain: the next check finds it and the same sync
-	// rewrites the table.
+	// A third party flushes a chain: the next check finds it, requests a full
+	// sync and triggers it.
 	kernel.breakKernel(func(inv *nftnetlink.Inventory) { inv.Chains["services"].Rules = nil })
 	f.Clock.Step(30 * time.Second)
-	f.sync()
-	kernel.breakKernel(nil)
+	select {
+	case <-triggered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drift check did not trigger a sync within 10 s")
+	}
 	r := f.proxier.core.LastDrift()
 	if r.Count != 1 || !strings.HasPrefix(r.Differences[0].String(), "changed rule services: ") {
 		t.Fatalf("LastDrift after a flush = %+v", r)
 	}
+	kernel.breakKernel(nil)
+	f.sync()
 	if !f.lastWasFullRewrite() {
 		t.Fatal("drift was not repaired by a full sync")
 	}
@@ -133,40 +186,32 @@ func TestDriftCheckFindsAndRepairs(t *testing.T) {
 	if v := f.metricValue("kubeproxy_kproxy_drift_objects", dptest.IPv4Label); v != 1 {
 		t.Errorf("kubeproxy_kproxy_drift_objects = %v, want 1", v)
 	}
-
-	// The repairing full sync counts as a check: none is due until a period later.
-	reads = kernel.reads
-	f.Clock.Step(29 * time.Second)
-	f.sync()
-	if kernel.reads != reads {
-		t.Error("a drift check ran within a period of the repairing full sync")
-	}
 }
 
-// TestDriftCheckWaitsForAnIdleSync: a sync that carries a change is not delayed by
-// a check until two periods have passed.
-func TestDriftCheckWaitsForAnIdleSync(t *testing.T) {
+// TestVerifyWhileTheRulesChange: a comparison whose read of the kernel saw a
+// commit is made again; when every read does, Verify gives up with
+// ErrInconclusive rather than report differences that are not there.
+func TestVerifyWhileTheRulesChange(t *testing.T) {
 	f, kernel := newDriftFixture(t)
 	f.AddStandardServices()
 	f.sync()
-	reads := kernel.reads
-	f.Clock.Step(31 * time.Second)
-	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", "TCP", dptest.Ready("10.0.3.1", "node-c")))
-	f.sync()
-	if kernel.reads != reads {
-		t.Fatal("a sync with a change ran a drift check within two periods")
+	kernel.mu.Lock()
+	kernel.churn = true
+	kernel.mu.Unlock()
+	if _, err := f.proxier.Verify(context.Background()); !errors.Is(err, proxycore.ErrInconclusive) {
+		t.Fatalf("Verify with a commit during every read: %v, want ErrInconclusive", err)
 	}
-	f.Clock.Step(30 * time.Second)
-	f.State.UpdateEndpointSlice(nil, dptest.Slice("ns1", "web", "web-1", 8080, "http", "TCP", dptest.Ready("10.0.3.2", "node-c")))
-	f.sync()
-	if kernel.reads != reads+1 {
-		t.Fatal("no drift check after two periods of syncs with changes")
+	kernel.mu.Lock()
+	kernel.churn = false
+	kernel.mu.Unlock()
+	if r, err := f.proxier.Verify(context.Background()); err != nil || r.Count != 0 {
+		t.Fatalf("Verify once the rules are still: %+v, %v", r, err)
 	}
 }
 
 func TestVerify(t *testing.T) {
 	f, kernel := newDriftFixture(t)
-	if _, err := f.proxier.Verify(context.Background()); !errors.Is(err, ErrNothingApplied) {
+	if _, err := f.proxier.Verify(context.Background()); !errors.Is(err, proxycore.ErrNothingApplied) {
 		t.Fatalf("Verify before the first sync: %v, want ErrNothingApplied", err)
 	}
 	f.AddStandardServices()
@@ -190,15 +235,12 @@ func TestMonitorTable(t *testing.T) {
 	f, _ := newDriftFixture(t)
 	f.AddStandardServices()
 	f.sync()
-	var exists sync.Mutex
 	gone := true
 	triggered := make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- f.proxier.MonitorTable(ctx, func(context.Context) (bool, error) {
-			exists.Lock()
-			defer exists.Unlock()
 			return !gone, nil
 		}, 10*time.Millisecond, func() {
 			select {

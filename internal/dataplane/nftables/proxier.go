@@ -17,6 +17,7 @@ import (
 	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/nft"
+	"github.com/kproxy/kproxy/internal/nftnetlink"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
 
@@ -62,8 +63,10 @@ type Proxier struct {
 	// syncMu is held by Sync and Verify: a comparison must not see a sync's
 	// applied state and kernel half-way.
 	syncMu sync.Mutex
-	// fullSyncRequested is set by RequestFullSync; hasApplied is Applied's.
+	// fullSyncRequested is set by RequestFullSync (a drift check found
+	// differences), tableMissing by MonitorTable; hasApplied is Applied's.
 	fullSyncRequested atomic.Bool
+	tableMissing      atomic.Bool
 	hasApplied        atomic.Bool
 
 	// Owned by the Sync goroutine (or under syncMu).
@@ -73,9 +76,11 @@ type Proxier struct {
 	renderCfg render.Config
 	base      *render.Fragment
 	applied   *render.State
-	// cleanGeneration is the ruleset generation at which the last comparison
-	// found no difference (nil: none did since the last change).
-	cleanGeneration *uint32
+	// writes counts the successful transactions (drift comparisons that saw one
+	// start are made again); want is the inventory of what was applied, for them
+	// (nil: rebuilt when next needed).
+	writes uint64
+	want   *nftnetlink.Inventory
 }
 
 // New returns a Proxier; it touches nothing.
@@ -136,16 +141,12 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	defer p.syncMu.Unlock()
 	logger, start, update := p.core.Begin(ctx)
 	baseChanged := p.refreshRenderConfig(ctx)
-	full := p.applied == nil || p.core.FullSyncDue(start)
-	if p.fullSyncRequested.Swap(false) && p.applied != nil {
+	full := p.applied == nil || p.fullSyncRequested.Swap(false) || p.core.FullSyncDue(start)
+	if p.tableMissing.Swap(false) && p.applied != nil {
 		// The table monitor found the table deleted.
 		r := &drift.Report{Family: string(p.cfg.Family), Checked: start}
 		r.Add(drift.Difference{Kind: "table", Change: drift.Missing})
 		p.core.RecordDrift(ctx, r, true)
-		full = true
-	}
-	if !full && p.cfg.Inventories != nil && p.applied != nil &&
-		p.core.CheckDrift(ctx, !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0, p.verify) {
 		full = true
 	}
 	if !full && !baseChanged && len(update.Changed) == 0 && len(update.Deleted) == 0 {
@@ -177,7 +178,11 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		if existing != nil {
 			replace = p.fullSyncRunner(ctx, st, nil, &ops)
 		}
-		commit = func() { p.base, p.applied = &base, st; p.core.FullSyncDone(start) }
+		commit = func() {
+			p.base, p.applied = &base, st
+			p.core.FullSyncDone(start)
+			p.keepInventory(true, nil)
+		}
 	} else {
 		updates := proxycore.RenderChanged(p.cfg.State, update, func(v *model.ServicePortView) render.Fragment {
 			return render.RenderService(&p.renderCfg, v)
@@ -194,6 +199,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 			if newBase != nil {
 				p.base = newBase
 			}
+			p.keepInventory(false, plan.Ops)
 		}
 	}
 
@@ -206,7 +212,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		// The kernel still holds the previous whole state. Forget what we think is
 		// applied so that the retry rewrites the table from the model, and keep the
 		// conntrack work of this update for the sync that succeeds.
-		p.applied = nil
+		p.applied, p.want = nil, nil
 		p.hasApplied.Store(false)
 		p.core.FollowUp.Failed(update)
 		p.cfg.Metrics.IncNFTablesSyncFailures()
@@ -215,6 +221,9 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	commit()
+	if ops > 0 {
+		p.writes++
+	}
 	p.hasApplied.Store(true)
 	logger.V(2).Info("Synced nftables rules", "full", full, "changed", len(update.Changed), "deleted", len(update.Deleted),
 		"operations", ops, "elapsed", p.cfg.Clock.Since(start))

@@ -17,12 +17,13 @@
 //     or the uptime), and what the last write used (Publish, Published: NodePort
 //     addresses, local detector, ServiceCIDRs, and a function that renders one
 //     ServicePort's kernel objects as text). Nothing rendered is kept for it.
-//   - Drift detection's shared half (drift.go): when a comparison of the kernel
-//     with what was applied is due (one per Config.DriftCheckPeriod, on an idle
-//     sync), running it (CheckDrift, with the mode's comparison), recording it
-//     (RecordDrift: LastDrift, kubeproxy_kproxy_drift_objects and _repairs_total,
-//     the log line) and the timer that requests a sync when one is due
-//     (RunDriftTimer).
+//   - Drift detection's shared half (drift.go): a mode's comparison of the kernel
+//     with what it applied, split so that the kernel is read without the sync
+//     lock and compared under it, made again when the rules changed meanwhile
+//     (DriftComparison, CompareDrift); one every Config.DriftCheckPeriod, which
+//     requests and triggers a full sync when something differs (RunDriftChecks);
+//     and what the last one found (RecordDrift, LastDrift,
+//     kubeproxy_kproxy_drift_objects and _repairs_total, the log line).
 //   - RenderChanged: renders the ServicePorts an update changed, with a nil fragment
 //     for each deleted one, which is what every mode's Plan takes.
 //

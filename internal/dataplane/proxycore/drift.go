@@ -2,6 +2,8 @@ package proxycore
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -9,33 +11,171 @@ import (
 	"github.com/kproxy/kproxy/internal/drift"
 )
 
-// The shared half of drift detection (internal/drift): when a background check
-// is due, what the last one found (for the state API), its metrics and its log
-// line. Each mode compares its own kernel objects (the proxiers' Verify).
+// The shared half of drift detection (internal/drift): running a comparison of
+// the kernel with what was applied without holding the proxier's sync lock while
+// the kernel is read, running one every Config.DriftCheckPeriod, and what the last
+// one found (for the state API), its metrics and its log line. Each mode supplies
+// its own halves (DriftComparison).
 
-// DriftCheckDue reports whether a background drift check is due at now, at the
-// start of a sync that is idle (has nothing to write) or not: one per
-// Config.DriftCheckPeriod, on an idle sync (the sync runner runs one every
-// syncPeriod when nothing changes), so that a comparison never delays a change;
-// under churn that leaves no idle sync, on any sync once two periods have passed.
-// None when DriftCheckPeriod is 0.
-func (c *Core) DriftCheckDue(now time.Time, idle bool) bool {
-	period := c.cfg.DriftCheckPeriod
-	if !idle {
-		period *= 2
-	}
-	// A full sync leaves the kernel as applied: it counts as a check.
-	last := c.lastDriftCheck
-	if c.LastFullSync.After(last) {
-		last = c.LastFullSync
-	}
-	return period > 0 && now.Sub(last) >= period
+// ErrNothingApplied is a comparison's error before the proxier's first successful
+// sync.
+var ErrNothingApplied = errors.New("nothing applied yet: the first sync has not succeeded")
+
+// ErrInconclusive is a comparison's error when the kernel or what was applied
+// changed while it read the kernel: it must be made again.
+var ErrInconclusive = errors.New("the rules changed during the comparison")
+
+// DriftComparison is one mode's comparison of the kernel with what it applied, in
+// two halves so that the sync loop is never held up by the kernel's listing (at
+// 10,000 Services, a few hundred milliseconds): Read runs with no lock held; then
+// Compare runs under Lock, unless the proxier wrote (Writes) or, where the kernel
+// counts them, anyone committed (Generation) in between.
+type DriftComparison[K any] struct {
+	// Lock is the proxier's sync lock, held by its Sync.
+	Lock sync.Locker
+	// Writes counts the proxier's successful kernel writes; called under Lock.
+	Writes func() uint64
+	// Generation, when set, changes with every commit to the kernel's rules by
+	// anyone (nftables' ruleset generation): a read it brackets is consistent,
+	// and a check at the generation of the last one that found nothing is skipped.
+	Generation func(ctx context.Context) (uint32, error)
+	// Read lists the kernel's rules; no lock is held.
+	Read func(ctx context.Context) (K, error)
+	// Compare, under Lock, adds to r how kernel differs from what the proxier
+	// applied; ErrNothingApplied before its first successful sync.
+	Compare func(ctx context.Context, kernel K, r *drift.Report) error
 }
 
-// RecordDrift records a comparison: the time of the last check, the report for the
-// state API, kubeproxy_kproxy_drift_objects, and, when something differs, a log
-// line with the first differences and a count in
-// kubeproxy_kproxy_drift_repairs_total when repair is set (the caller then
+// maxInconclusive bounds the attempts of CompareDrift's caller Verify when syncs
+// keep changing the rules during the comparison.
+const maxInconclusive = 5
+
+// CompareDrift compares the kernel with what was applied now (the proxier's
+// Verify, from any goroutine); it tries again while the rules change under it,
+// a few times.
+func CompareDrift[K any](ctx context.Context, c *Core, dc *DriftComparison[K]) (*drift.Report, error) {
+	var err error
+	for range maxInconclusive {
+		var r *drift.Report
+		if r, err = compareOnce(ctx, c, dc, nil); !errors.Is(err, ErrInconclusive) {
+			return r, err
+		}
+	}
+	return nil, err
+}
+
+// cleanStamp is what a comparison that found nothing was made at.
+type cleanStamp struct {
+	generation uint32
+	writes     uint64
+}
+
+// compareOnce makes one comparison. With clean set, a comparison at the stamp it
+// holds is skipped (a report with Skipped), and clean is updated.
+func compareOnce[K any](ctx context.Context, c *Core, dc *DriftComparison[K], clean **cleanStamp) (*drift.Report, error) {
+	start := c.cfg.Clock.Now()
+	r := &drift.Report{Family: string(c.cfg.Family), Checked: start}
+	dc.Lock.Lock()
+	w0 := dc.Writes()
+	dc.Lock.Unlock()
+	var g0 uint32
+	if dc.Generation != nil {
+		var err error
+		if g0, err = dc.Generation(ctx); err != nil {
+			return nil, err
+		}
+		if clean != nil && *clean != nil && **clean == (cleanStamp{g0, w0}) {
+			r.Skipped = true
+			return r, nil
+		}
+	}
+	kernel, err := dc.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if dc.Generation != nil {
+		g1, err := dc.Generation(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if g1 != g0 {
+			return nil, ErrInconclusive
+		}
+	}
+	dc.Lock.Lock()
+	defer dc.Lock.Unlock()
+	if dc.Writes() != w0 {
+		return nil, ErrInconclusive
+	}
+	if err := dc.Compare(ctx, kernel, r); err != nil {
+		return nil, err
+	}
+	r.Duration = c.cfg.Clock.Since(start).Seconds()
+	if clean != nil {
+		*clean = nil
+		if r.Count == 0 && dc.Generation != nil {
+			*clean = &cleanStamp{g0, w0}
+		}
+	}
+	return r, nil
+}
+
+// DriftCheckInterval is how often RunDriftChecks looks whether a check is due.
+const DriftCheckInterval = time.Second
+
+// RunDriftChecks compares the kernel with what was applied once per
+// Config.DriftCheckPeriod, counted from the last comparison or full sync, until
+// ctx is done (it returns nil then; at once without a period). When they differ
+// it records and logs the differences, then calls requestFull and trigger: the
+// proxier's next sync, right away, rewrites everything. A third party's change is
+// so found within one period (and a second). A comparison made while the rules
+// change is made again a second later; a failed one is logged and waits a period.
+func RunDriftChecks[K any](ctx context.Context, c *Core, dc *DriftComparison[K], requestFull, trigger func()) error {
+	if c.cfg.DriftCheckPeriod <= 0 {
+		return nil
+	}
+	logger := klog.FromContext(ctx).WithValues("ipFamily", c.cfg.Family)
+	ticker := time.NewTicker(DriftCheckInterval)
+	defer ticker.Stop()
+	var clean *cleanStamp
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		due := c.nextDriftCheck.Load()
+		if due == 0 || c.cfg.Clock.Now().UnixNano() < due {
+			continue
+		}
+		r, err := compareOnce(ctx, c, dc, &clean)
+		switch {
+		case errors.Is(err, ErrInconclusive), errors.Is(err, ErrNothingApplied), ctx.Err() != nil:
+			continue
+		case err != nil:
+			if err.Error() != lastErr {
+				logger.Error(err, "Failed to compare the kernel's rules with what was applied")
+			}
+			lastErr = err.Error()
+			r = &drift.Report{Family: string(c.cfg.Family), Checked: c.cfg.Clock.Now(), Skipped: true}
+		default:
+			lastErr = ""
+		}
+		dc.Lock.Lock()
+		c.RecordDrift(ctx, r, r.Count > 0)
+		dc.Lock.Unlock()
+		if r.Count > 0 {
+			requestFull()
+			trigger()
+		}
+	}
+}
+
+// RecordDrift records a comparison (under the proxier's sync lock): the time of
+// the last check, the report for the state API, kubeproxy_kproxy_drift_objects,
+// and, when something differs, a log line with the first differences and a count
+// in kubeproxy_kproxy_drift_repairs_total when repair is set (the caller then
 // rewrites everything).
 func (c *Core) RecordDrift(ctx context.Context, r *drift.Report, repair bool) {
 	c.lastDriftCheck = r.Checked
@@ -63,14 +203,16 @@ func (c *Core) RecordDrift(ctx context.Context, r *drift.Report, repair bool) {
 }
 
 // FullSyncDone records that a full sync that started at start succeeded (the
-// proxier's Sync): the next periodic full sync and drift check count from it.
+// proxier's Sync, under its sync lock): the next periodic full sync and drift
+// check count from it.
 func (c *Core) FullSyncDone(start time.Time) {
 	c.LastFullSync = start
 	c.publishNextDriftCheck()
 }
 
-// publishNextDriftCheck records, for RunDriftTimer, when the next check is due
-// (the sync goroutine, after a check or a full sync).
+// publishNextDriftCheck records, for RunDriftChecks, when the next check is due:
+// a period after the last check or full sync (a full sync leaves the kernel as
+// applied).
 func (c *Core) publishNextDriftCheck() {
 	if c.cfg.DriftCheckPeriod <= 0 {
 		return
@@ -82,57 +224,6 @@ func (c *Core) publishNextDriftCheck() {
 	c.nextDriftCheck.Store(last.Add(c.cfg.DriftCheckPeriod).UnixNano())
 }
 
-// DriftTimerInterval is how often RunDriftTimer looks whether a check is due.
-const DriftTimerInterval = time.Second
-
-// RunDriftTimer calls trigger (which requests a sync) once when a drift check
-// becomes due, so that the check runs about one DriftCheckPeriod after the last
-// one even when nothing else makes the proxier sync: a third party's change is
-// then found within one period (plus a second), not at whichever sync comes
-// next. It returns nil when ctx is done; with no DriftCheckPeriod it returns at
-// once.
-func (c *Core) RunDriftTimer(ctx context.Context, trigger func()) error {
-	if c.cfg.DriftCheckPeriod <= 0 {
-		return nil
-	}
-	ticker := time.NewTicker(DriftTimerInterval)
-	defer ticker.Stop()
-	var triggered int64
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-		due := c.nextDriftCheck.Load()
-		if due != 0 && due != triggered && c.cfg.Clock.Now().UnixNano() >= due {
-			triggered = due
-			trigger()
-		}
-	}
-}
-
 // LastDrift returns the last drift comparison, nil before the first (any
 // goroutine).
 func (c *Core) LastDrift() *drift.Report { return c.lastDrift.Load() }
-
-// CheckDrift runs the background comparison when it is due (DriftCheckDue), on
-// the sync goroutine at the start of a sync: verify compares the kernel with what
-// was applied (mayskip: it may skip a comparison it knows would find nothing). It
-// records the result and reports whether the kernel differs, which makes that sync
-// a full one. A failed comparison is logged and rewrites nothing: the periodic
-// full sync still runs.
-func (c *Core) CheckDrift(ctx context.Context, idle bool, verify func(ctx context.Context, mayskip bool) (*drift.Report, error)) bool {
-	now := c.cfg.Clock.Now()
-	if !c.DriftCheckDue(now, idle) {
-		return false
-	}
-	r, err := verify(ctx, true)
-	if err != nil {
-		c.RecordDrift(ctx, &drift.Report{Family: string(c.cfg.Family), Checked: now, Skipped: true}, false)
-		klog.FromContext(ctx).Error(err, "Failed to compare the kernel's rules with what was applied", "ipFamily", c.cfg.Family)
-		return false
-	}
-	c.RecordDrift(ctx, r, r.Count > 0)
-	return r.Count > 0
-}
