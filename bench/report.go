@@ -125,6 +125,7 @@ func (r *Results) modeRows(mode, a, b string) []row {
 		add("initial sync CPU (proxy + reaped children)", s, fa.CPU, fb.CPU, FmtCPU)
 		add("peak RSS (VmHWM)", s, fa.RSS, fb.RSS, FmtMiB)
 		add("steady RSS after the scenarios (VmRSS)", s, fa.SteadyRSS, fb.SteadyRSS, FmtMiB)
+		rows = append(rows, stateAPIRows(mode, sizeName(s), fa.StateAPI, fb.StateAPI)...)
 	}
 	for _, s := range sizes {
 		fa, fb := get(s, a), get(s, b)

@@ -18,6 +18,9 @@ const (
 	ScenarioChange    = "change"
 	ScenarioDataplane = "dataplane"
 	ScenarioRate      = "rate"
+	// ScenarioStateAPI fetches kproxy's state API and status page after each
+	// initial sync (MeasureStateAPI); upstream serves none.
+	ScenarioStateAPI = "stateapi"
 )
 
 // Proxy modes, for Config.Modes.
@@ -105,6 +108,7 @@ type Figures struct {
 	ChangeDefault, ChangeZero *ChangeResult
 	Latency                   *ConnectLatency
 	Rate                      *ConnectionRate
+	StateAPI                  *StateAPIResult
 	Errors                    []string
 }
 
@@ -268,6 +272,15 @@ func (rn *Runner) one(ctx context.Context, mode string, p Proxy, n, rep int, mea
 		return fmt.Errorf("%s: initial sync of %d services not done within %s", p.Name, n, c.Cap)
 	}
 	target := rn.Loader.Svcs[0]
+	if measureSync && rep == 0 && c.Has(ScenarioStateAPI) {
+		res, served, err := MeasureStateAPI(ctx, rn.Lab, r, sample[0])
+		switch {
+		case err != nil:
+			return fmt.Errorf("state API: %w", err)
+		case served:
+			f.StateAPI = res
+		}
+	}
 	if dataplane && c.Has(ScenarioDataplane) {
 		lat, err := MeasureConnectLatency(ctx, rn.Client, target, rn.Loader.Backends, c.Connects)
 		if err != nil {

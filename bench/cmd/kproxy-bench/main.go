@@ -8,7 +8,7 @@
 // Usage:
 //
 //	kproxy-bench [--modes nftables,iptables] [--services 1000,10000] [--with-30k]
-//	             [--repeat N] [--cap 5m] [--scenarios sync,change,dataplane,rate]
+//	             [--repeat N] [--cap 5m] [--scenarios sync,change,dataplane,rate,stateapi]
 //	             [--changes 100] ...
 package main
 
@@ -39,7 +39,7 @@ func main() {
 	capDur := flag.Duration("cap", 5*time.Minute, "bound of one initial sync (reported as \"> cap\")")
 	modes := flag.String("modes", strings.Join(bench.Modes, ","), "proxy modes to measure, each with both proxies")
 	modeSizes := flag.String("mode-sizes", "iptables=1000", "per mode, the only Service counts measured there (mode=n,n;mode=n); its change latency is then measured at the largest. iptables-nft 1.8.9 takes minutes to restore a few thousand Services (upstream's and kproxy's alike, docs/iptables.md); \"\" measures every size in every mode")
-	scenarios := flag.String("scenarios", "sync,change,dataplane,rate", "scenarios to run")
+	scenarios := flag.String("scenarios", "sync,change,dataplane,rate,stateapi", "scenarios to run")
 	sample := flag.Int("sample", 50, "ClusterIPs probed by the initial-sync check")
 	changeSize := flag.Int("change-services", 10000, "Service count at which change latency is measured")
 	changes := flag.Int("changes", 100, "endpoint changes per proxy and minSyncPeriod")
