@@ -4,7 +4,10 @@
 // for iptables rules as iptables-save lists them. They are pure: they evaluate
 // rules they are given and never read the kernel themselves (internal/trace/live
 // reads a node's ruleset for kube-proxy trace). Evaluator is the one interface
-// kube-proxy trace needs of each.
+// kube-proxy trace needs of each. Packet.Header validates a packet once for both
+// (families, protocol, ports, conntrack state, with the defaults), and the L4
+// protocol vocabulary (ProtocolNumber, ProtocolName, HasPorts, IsCTState) is
+// shared by both rule languages.
 //
 // Contract: a Result holds one Outcome per path the rules allow (a random choice
 // between endpoints is explored exhaustively; each Outcome carries the probability

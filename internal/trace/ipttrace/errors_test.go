@@ -117,7 +117,7 @@ func TestTraceRefusesBadPackets(t *testing.T) {
 		{SourceIP: "fd00::1", DestIP: "fd00::2"},
 		{SourceIP: "10.0.0.1", DestIP: "fd00::2"},
 		{SourceIP: "10.0.0.1", DestIP: "x"},
-		{SourceIP: "10.0.0.1", DestIP: "10.0.0.2", Protocol: "gre"},
+		{SourceIP: "10.0.0.1", DestIP: "10.0.0.2", Protocol: "ospfigp"},
 		{SourceIP: "10.0.0.1", DestIP: "10.0.0.2", CTState: "bogus"},
 		{SourceIP: "10.0.0.1", DestIP: "10.0.0.2", DestPort: 70000},
 	} {

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // moduleSpec is a supported match module: its options with their number of
@@ -97,7 +99,7 @@ func buildPorts(proto string) func(p *ruleParser, opts []option) (matcher, error
 }
 
 func buildMultiport(p *ruleParser, opts []option) (matcher, error) {
-	if !portProtocols[p.proto] || p.protoNeg {
+	if !trace.HasPorts(p.proto) || p.protoNeg {
 		return nil, errors.New("needs -p tcp, udp, sctp, dccp or udplite")
 	}
 	if len(opts) != 1 {

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // rule is one parsed "-A CHAIN ..." line.
@@ -280,7 +282,7 @@ func (p *ruleParser) protoMatch(v string, neg bool) error {
 		}
 		return nil
 	}
-	n, ok := protoNumbers[v]
+	n, ok := trace.ProtocolNumber(v)
 	if !ok {
 		// iptables-save prints a number for a protocol /etc/protocols does not name.
 		num, err := strconv.ParseUint(v, 10, 8)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kproxy/kproxy/internal/nft/nfttext"
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // evalSelector computes a selector's value for the packet. ok is false when the
@@ -54,7 +55,7 @@ func (r *run) evalSelector(c nfttext.Selector) (value, bool, error) {
 			if !p.hasPorts() {
 				return v, false, nil
 			}
-		} else if protoNumbers[proto] != p.proto {
+		} else if n, _ := trace.ProtocolNumber(proto); uint64(n) != p.proto {
 			return v, false, nil
 		}
 		v.num = p.dport

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kproxy/kproxy/internal/nft/nfttext"
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // kind is the data type of a selector's value; it decides how literals compared
@@ -66,10 +67,8 @@ func (v value) String() string {
 	case kindAddr4, kindAddr6:
 		return v.addr.String()
 	case kindProto:
-		for name, n := range protoNumbers {
-			if n == v.num && name != "ipv6-icmp" {
-				return name
-			}
+		if name, ok := trace.ProtocolName(uint8(v.num)); ok && v.num < 256 {
+			return name
 		}
 		return strconv.FormatUint(v.num, 10)
 	case kindMark:
@@ -119,13 +118,6 @@ func (p pattern) matches(v value) bool {
 		return v.str == p.str
 	}
 }
-
-var protoNumbers = map[string]uint64{
-	"icmp": 1, "igmp": 2, "tcp": 6, "udp": 17, "dccp": 33, "gre": 47, "esp": 50,
-	"ah": 51, "icmpv6": 58, "ipv6-icmp": 58, "sctp": 132, "udplite": 136,
-}
-
-var ctStates = map[string]bool{"new": true, "established": true, "related": true, "invalid": true, "untracked": true}
 
 var ctStatusFlags = map[string]bool{
 	"expected": true, "seen-reply": true, "assured": true, "confirmed": true,
@@ -191,7 +183,7 @@ func parseLiteral(k kind, s string) (pattern, error) {
 			return p, fmt.Errorf("unsupported fib address type %q", s)
 		}
 	case kindCTState:
-		if !ctStates[s] {
+		if !trace.IsCTState(s) {
 			return p, fmt.Errorf("unknown ct state %q", s)
 		}
 	case kindCTStatus:
@@ -213,8 +205,8 @@ func parseAddr(k kind, s string) (netip.Addr, error) {
 
 func parseNumber(k kind, s string) (uint64, error) {
 	if k == kindProto {
-		if n, ok := protoNumbers[s]; ok {
-			return n, nil
+		if n, ok := trace.ProtocolNumber(s); ok {
+			return uint64(n), nil
 		}
 	}
 	bits := 64
