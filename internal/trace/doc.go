@@ -7,7 +7,8 @@
 // kube-proxy trace needs of each. Packet.Header validates a packet once for both
 // (families, protocol, ports, conntrack state, with the defaults), and the L4
 // protocol vocabulary (ProtocolNumber, ProtocolName, HasPorts, IsCTState) is
-// shared by both rule languages.
+// shared by both rule languages. Explore runs a tracer's walk once per combination
+// of random choices (Choices), at most MaxOutcomes.
 //
 // Contract: a Result holds one Outcome per path the rules allow (a random choice
 // between endpoints is explored exhaustively; each Outcome carries the probability

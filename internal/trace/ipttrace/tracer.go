@@ -11,10 +11,6 @@ import (
 	"github.com/kproxy/kproxy/internal/trace"
 )
 
-// maxOutcomes bounds the exploration of random choices, so a mistaken ruleset cannot
-// make a trace run forever.
-const maxOutcomes = 4096
-
 // Tracer traces packets through one family's iptables rules. It is immutable once
 // built, so it is safe for concurrent use.
 type Tracer struct {
@@ -122,28 +118,13 @@ func (t *Tracer) Trace(p trace.Packet) (*trace.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var outcomes []trace.Outcome
-	pending := [][]int{nil} // choice prefixes still to explore (a stack)
-	for len(pending) > 0 {
-		prefix := pending[len(pending)-1]
-		pending = pending[:len(pending)-1]
-		r := &run{tr: t, pkt: pkt, choices: prefix, natDone: map[string]bool{}}
+	return trace.Explore(func(ch *trace.Choices) (trace.Outcome, error) {
+		r := &run{tr: t, pkt: pkt, choices: ch, natDone: map[string]bool{}}
 		r.out.Probability = 1
-		if err := r.walk(); err != nil {
-			return nil, err
-		}
+		err := r.walk()
 		r.out.Mark = r.pkt.mark
-		outcomes = append(outcomes, r.out)
-		if len(outcomes) > maxOutcomes {
-			return nil, fmt.Errorf("more than %d possible outcomes", maxOutcomes)
-		}
-		// Push the untried alternative of every new choice point, last first, so
-		// outcomes come out in rule order (the first endpoint first).
-		for i := len(r.made) - 1; i >= len(prefix); i-- {
-			pending = append(pending, append(slices.Clone(r.made[:i]), 1))
-		}
-	}
-	return trace.Aggregate(outcomes), nil
+		return r.out, err
+	})
 }
 
 func (t *Tracer) isLocal(a netip.Addr) bool {

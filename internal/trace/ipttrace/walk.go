@@ -44,9 +44,8 @@ type run struct {
 	pkt pktState
 	out trace.Outcome
 
-	choices    []int   // choices to replay, then 0 for new choice points
-	made       []int   // choices made so far
-	lastChance float64 // probability of the branch the last choice took
+	choices    *trace.Choices // the random choices of this path
+	lastChance float64        // probability of the branch the last choice took
 
 	pending []string // notes about the current rule, shown after it if it matches
 	skipped string   // why the current rule did not match, when by random choice
@@ -312,11 +311,7 @@ func (r *run) chance(p float64) bool {
 		r.lastChance = 1
 		return p >= 1
 	}
-	c := 0
-	if i := len(r.made); i < len(r.choices) {
-		c = r.choices[i]
-	}
-	r.made = append(r.made, c)
+	c := r.choices.Choose(2)
 	r.lastChance = p
 	if c == 1 {
 		r.lastChance = 1 - p

@@ -13,10 +13,6 @@ import (
 	"github.com/kproxy/kproxy/internal/trace"
 )
 
-// maxOutcomes bounds the exploration of random choices, so a mistaken ruleset cannot
-// make a test run forever.
-const maxOutcomes = 4096
-
 // Tracer traces packets through the ruleset currently held by a knftables.Fake. It
 // reads the Fake at each Trace call, so it can be reused across transactions. It is
 // safe for concurrent use.
@@ -64,36 +60,14 @@ func (t *Tracer) Trace(p trace.Packet) (*trace.Result, error) {
 	defer t.nft.RUnlock()
 	tables := t.tablesFor(pkt.v6)
 
-	var outcomes []trace.Outcome
-	pending := [][]int{nil} // choice prefixes still to explore (a stack)
-	for len(pending) > 0 {
-		prefix := pending[len(pending)-1]
-		pending = pending[:len(pending)-1]
-		r := &run{tr: t, tables: tables, pkt: pkt.clone(), choices: prefix, natDone: map[string]bool{}}
+	return trace.Explore(func(ch *trace.Choices) (trace.Outcome, error) {
+		r := &run{tr: t, tables: tables, pkt: pkt.clone(), choices: ch, natDone: map[string]bool{}}
 		r.out.Mark = pkt.mark
 		r.out.Probability = 1
-		if err := r.walk(); err != nil {
-			return nil, err
-		}
+		err := r.walk()
 		r.out.Mark = r.pkt.mark
-		outcomes = append(outcomes, r.out)
-		if len(outcomes) > maxOutcomes {
-			return nil, fmt.Errorf("more than %d possible outcomes", maxOutcomes)
-		}
-		// Push the untried alternatives of every new choice point, last first, so
-		// outcomes come out in natural order (0, 1, 2, ...).
-		var next [][]int
-		for i := len(prefix); i < len(r.made); i++ {
-			for alt := 1; alt < r.alts[i]; alt++ {
-				c := append(append([]int{}, r.made[:i]...), alt)
-				next = append(next, c)
-			}
-		}
-		for i := len(next) - 1; i >= 0; i-- {
-			pending = append(pending, next[i])
-		}
-	}
-	return trace.Aggregate(outcomes), nil
+		return r.out, err
+	})
 }
 
 // Validate parses every rule of every table, and every element of every set and map

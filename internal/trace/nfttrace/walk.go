@@ -16,9 +16,7 @@ type run struct {
 	pkt    pktState
 	out    trace.Outcome
 
-	choices []int // choices to replay, then 0 for new choice points
-	made    []int // choices made so far
-	alts    []int // number of alternatives of each choice made
+	choices *trace.Choices // the random choices of this path
 
 	pending []string // notes about the current rule, shown after it if it matches
 
@@ -172,12 +170,6 @@ func (r *run) note(s string) {
 // choose returns the next random choice among n alternatives: replayed from the
 // prefix being explored, or 0 for a choice point not seen before.
 func (r *run) choose(n int) int {
-	c := 0
-	if i := len(r.made); i < len(r.choices) {
-		c = r.choices[i]
-	}
-	r.made = append(r.made, c)
-	r.alts = append(r.alts, n)
 	r.out.Probability /= float64(n) // numgen random picks each alternative alike
-	return c
+	return r.choices.Choose(n)
 }
