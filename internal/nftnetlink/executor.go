@@ -329,40 +329,25 @@ func collectErrors(sock *socket, b *builder, commandText func(commandRef) string
 // getSet asks the kernel for the type of an existing set (for element commands of
 // a transaction that does not define the set).
 func getSet(sock *socket, nfproto byte, table, name string) (*setInfo, error) {
-	b := &builder{}
-	m := b.nftMsg(unix.NFT_MSG_GETSET, unix.NLM_F_ACK, nfproto)
-	b.attrString(unix.NFTA_SET_TABLE, table)
-	b.attrString(unix.NFTA_SET_NAME, name)
-	b.endMsg(m)
-	if err := sock.send(b.buf); err != nil {
-		return nil, err
-	}
 	var info *setInfo
-	for {
-		replies, err := sock.recv(true)
-		if err != nil {
-			return nil, err
+	var decodeErr error
+	err := exchange(sock, unix.NFT_MSG_GETSET, unix.NLM_F_ACK, nfproto, func(b *builder) {
+		b.attrString(unix.NFTA_SET_TABLE, table)
+		b.attrString(unix.NFTA_SET_NAME, name)
+	}, func(msg []byte) {
+		if info == nil && decodeErr == nil {
+			info, decodeErr = decodeSet(msg)
 		}
-		for _, r := range replies {
-			if r.seq != b.seq {
-				continue
-			}
-			if r.typ == unix.NLMSG_ERROR {
-				if _, code := r.errno(); code != nil {
-					return nil, code
-				}
-				if info == nil {
-					return nil, fmt.Errorf("no reply")
-				}
-				return info, nil
-			}
-			if r.typ == unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_NEWSET && len(r.data) > 4 {
-				if info, err = decodeSet(r.data[4:]); err != nil {
-					return nil, err
-				}
-			}
-		}
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case decodeErr != nil:
+		return nil, decodeErr
+	case info == nil:
+		return nil, fmt.Errorf("no reply")
 	}
+	return info, nil
 }
 
 func decodeSet(data []byte) (*setInfo, error) {

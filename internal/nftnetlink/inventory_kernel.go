@@ -151,7 +151,10 @@ func (e *Executor) Generation(ctx context.Context) (uint32, error) {
 	}
 	defer sock.close()
 	var gen uint32
-	err = request(sock, unix.NFT_MSG_GETGEN, e.nfproto, nil, func(a map[uint16][]byte) { gen = be32(a[unix.NFTA_GEN_ID]) })
+	err = exchange(sock, unix.NFT_MSG_GETGEN, unix.NLM_F_ACK, e.nfproto, nil, func(msg []byte) {
+		id, _ := attrGet(msg, unix.NFTA_GEN_ID)
+		gen = be32(id)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("nftnetlink: reading the ruleset generation: %w", err)
 	}
@@ -160,8 +163,8 @@ func (e *Executor) Generation(ctx context.Context) (uint32, error) {
 
 func tableExists(sock *socket, nfproto byte, table string) (bool, error) {
 	found := false
-	err := request(sock, unix.NFT_MSG_GETTABLE, nfproto, func(b *builder) { b.attrString(unix.NFTA_TABLE_NAME, table) },
-		func(map[uint16][]byte) { found = true })
+	err := exchange(sock, unix.NFT_MSG_GETTABLE, unix.NLM_F_ACK, nfproto, func(b *builder) { b.attrString(unix.NFTA_TABLE_NAME, table) },
+		func([]byte) { found = true })
 	if errors.Is(err, unix.ENOENT) {
 		return false, nil
 	}
@@ -169,38 +172,6 @@ func tableExists(sock *socket, nfproto byte, table string) (bool, error) {
 		return false, fmt.Errorf("nftnetlink: reading table %s: %w", table, err)
 	}
 	return found, nil
-}
-
-// request sends one (non-dump) request and calls each with the attributes of its
-// reply.
-func request(sock *socket, msgType int, nfproto byte, fill func(*builder), each func(map[uint16][]byte)) error {
-	b := &builder{}
-	m := b.nftMsg(msgType, unix.NLM_F_ACK, nfproto)
-	if fill != nil {
-		fill(b)
-	}
-	b.endMsg(m)
-	if err := sock.send(b.buf); err != nil {
-		return err
-	}
-	for {
-		replies, err := sock.recv(true)
-		if err != nil {
-			return err
-		}
-		for _, r := range replies {
-			if r.seq != b.seq {
-				continue
-			}
-			if r.typ == unix.NLMSG_ERROR {
-				_, code := r.errno()
-				return code
-			}
-			if len(r.data) > 4 {
-				each(attrs(r.data[4:]))
-			}
-		}
-	}
 }
 
 // dumpElementLists calls each with the NFTA_SET_ELEM_LIST_ELEMENTS of every

@@ -80,9 +80,23 @@ func dumpWith(sock *socket, msgType int, nfproto byte, fill func(*builder), each
 // dumpRaw is dumpWith handing each object's attributes undecoded (msg is only
 // valid during the call: the socket's receive buffer is reused).
 func dumpRaw(sock *socket, msgType int, nfproto byte, fill func(*builder), each func(msg []byte)) error {
+	err := exchange(sock, msgType, unix.NLM_F_DUMP, nfproto, fill, each)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// exchange sends one request of msgType (flags NLM_F_DUMP for a dump,
+// NLM_F_ACK for a single object), its attributes written by fill, and calls each
+// with the attributes of every object of the reply, until the dump's end or the
+// acknowledgement; an error reply is returned as its errno.
+func exchange(sock *socket, msgType int, flags uint16, nfproto byte, fill func(*builder), each func(msg []byte)) error {
 	b := &builder{}
-	m := b.nftMsg(msgType, unix.NLM_F_DUMP, nfproto)
-	fill(b)
+	m := b.nftMsg(msgType, flags, nfproto)
+	if fill != nil {
+		fill(b)
+	}
 	b.endMsg(m)
 	if err := sock.send(b.buf); err != nil {
 		return err
@@ -101,9 +115,6 @@ func dumpRaw(sock *socket, msgType int, nfproto byte, fill func(*builder), each 
 				return nil
 			case unix.NLMSG_ERROR:
 				_, code := r.errno()
-				if code == nil || errors.Is(code, unix.ENOENT) {
-					return nil
-				}
 				return code
 			}
 			if r.flags&unix.NLM_F_DUMP_INTR != 0 {
