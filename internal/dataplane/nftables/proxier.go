@@ -34,7 +34,9 @@ type Config struct {
 	Render render.Config
 	// NFT writes the kube-proxy table of Family.
 	NFT knftables.Interface
-	// FullSync, when set, is called before a full sync renders the whole table,
+	// FullSync, when set, is called before a full sync renders the whole table (and
+	// before a drift comparison reads it or rebuilds the inventory of what was
+	// applied),
 	// and the function it returns once the transaction ran: the rendered state and
 	// the transaction grow the heap by tens of MB at 10,000 Services, and the
 	// process may bound the garbage collector's headroom meanwhile (a process-wide
