@@ -2,6 +2,7 @@ package nftnetlink
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -18,7 +19,7 @@ func CompareInventories(want, got *Inventory, r *drift.Report) {
 		r.Add(drift.Difference{Kind: "table", Change: drift.Missing})
 		return
 	}
-	for _, name := range sortedKeys(want.Chains) {
+	for _, name := range slices.Sorted(maps.Keys(want.Chains)) {
 		w, g := want.Chains[name], got.Chains[name]
 		switch {
 		case g == nil:
@@ -29,12 +30,12 @@ func CompareInventories(want, got *Inventory, r *drift.Report) {
 			r.Add(drift.Difference{Kind: "rule", Name: name, Change: drift.Changed, Detail: rulesDetail(w.Rules, g.Rules)})
 		}
 	}
-	for _, name := range sortedKeys(got.Chains) {
+	for _, name := range slices.Sorted(maps.Keys(got.Chains)) {
 		if want.Chains[name] == nil {
 			r.Add(drift.Difference{Kind: "chain", Name: name, Change: drift.Extra})
 		}
 	}
-	for _, name := range sortedKeys(want.Sets) {
+	for _, name := range slices.Sorted(maps.Keys(want.Sets)) {
 		w, g := want.Sets[name], got.Sets[name]
 		kind := setKind(w)
 		switch {
@@ -66,17 +67,17 @@ func CompareInventories(want, got *Inventory, r *drift.Report) {
 			}
 		}
 	}
-	for _, name := range sortedKeys(got.Sets) {
+	for _, name := range slices.Sorted(maps.Keys(got.Sets)) {
 		if want.Sets[name] == nil {
 			r.Add(drift.Difference{Kind: setKind(got.Sets[name]), Name: name, Change: drift.Extra})
 		}
 	}
-	for _, name := range sortedKeys(want.Counters) {
+	for _, name := range slices.Sorted(maps.Keys(want.Counters)) {
 		if !got.Counters[name] {
 			r.Add(drift.Difference{Kind: "counter", Name: name, Change: drift.Missing})
 		}
 	}
-	for _, name := range sortedKeys(got.Counters) {
+	for _, name := range slices.Sorted(maps.Keys(got.Counters)) {
 		if !want.Counters[name] {
 			r.Add(drift.Difference{Kind: "counter", Name: name, Change: drift.Extra})
 		}
@@ -103,13 +104,4 @@ func rulesDetail(want, got []uint64) string {
 		fmt.Fprintf(&b, "; they differ from rule %d on", i+1)
 	}
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -12,9 +12,6 @@ import (
 	render "github.com/kproxy/kproxy/internal/render/iptables"
 )
 
-// driftTables are the tables kproxy writes in, which drift detection compares.
-var driftTables = []render.Table{render.TableFilter, render.TableNAT}
-
 // comparison is this proxier's half of drift detection: iptables-save of the
 // filter and nat tables, read and parsed with no lock held, then compared under
 // the sync lock with p.applied. The renderer writes every rule as iptables-save
@@ -29,7 +26,7 @@ func (p *Proxier) comparison() *proxycore.DriftComparison[map[render.Table]*ipta
 		Writes: func() uint64 { return p.writes },
 		Read: func(ctx context.Context) (map[render.Table]*iptables.SaveTable, error) {
 			out := map[render.Table]*iptables.SaveTable{}
-			for _, table := range driftTables {
+			for _, table := range render.Tables() {
 				var buf bytes.Buffer
 				if err := p.cfg.IPT.SaveInto(ctx, iptables.Table(table), &buf); err != nil {
 					return nil, fmt.Errorf("listing the %s table: %w", table, err)
@@ -46,7 +43,7 @@ func (p *Proxier) comparison() *proxycore.DriftComparison[map[render.Table]*ipta
 			if p.applied == nil {
 				return proxycore.ErrNothingApplied
 			}
-			for _, table := range driftTables {
+			for _, table := range render.Tables() {
 				compareTable(p.applied, table, kernel[table], r)
 			}
 			return nil

@@ -286,7 +286,7 @@ func (p *Proxier) restore(ctx context.Context, full bool) error {
 // recordRules sets the rule gauges: the rules in kproxy's chains, and those the last
 // restore wrote.
 func (p *Proxier) recordRules(w render.Written) {
-	for _, t := range []render.Table{render.TableFilter, render.TableNAT} {
+	for _, t := range render.Tables() {
 		p.cfg.Metrics.SetIPTablesRules(string(t), p.applied.Rules(t))
 		p.cfg.Metrics.SetIPTablesRulesLastSync(string(t), w.Rules[t])
 	}

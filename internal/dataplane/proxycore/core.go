@@ -60,8 +60,8 @@ type Core struct {
 	commits      model.Precommitter
 	// history, failures, series and published serve the state API and the status
 	// page (inspect.go, series.go).
-	history   History
-	failures  Failures
+	history   *syncRing
+	failures  *syncRing
 	series    Series
 	published atomic.Pointer[Published]
 	// lastDriftCheck (Sync goroutine) and lastDrift (any) are drift.go's.
@@ -85,8 +85,10 @@ func New(mode string, cfg *Config, defaultFullSyncPeriod time.Duration) (*Core, 
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Core{
-		cfg:     *cfg,
-		commits: model.Precommitter{State: cfg.State},
+		history:  newSyncRing(HistoryLen),
+		failures: newSyncRing(FailuresLen),
+		cfg:      *cfg,
+		commits:  model.Precommitter{State: cfg.State},
 		FollowUp: followup.New(followup.Config{
 			Family:        cfg.Family,
 			State:         cfg.State,

@@ -35,37 +35,38 @@ type SyncRecord struct {
 	Err error
 }
 
-// HistoryLen is how many syncs a History keeps: at the default 1 s minSyncPeriod,
+// HistoryLen is how many syncs a proxier keeps for the state API: at the default 1 s minSyncPeriod,
 // the last minute or more of a busy node, in a few kilobytes.
 const HistoryLen = 64
 
-// History keeps the last HistoryLen SyncRecords of one proxier. Add is called from
-// the sync goroutine, Records from any.
-type History struct {
+// syncRing keeps the last len(ring) SyncRecords of one proxier: the last
+// HistoryLen syncs, and (series.go) the last FailuresLen failed ones. Add is called
+// from the sync goroutine, Records from any.
+type syncRing struct {
 	mu   sync.Mutex
-	ring [HistoryLen]SyncRecord
+	ring []SyncRecord
 	next int
 	n    int
 }
 
+func newSyncRing(size int) *syncRing { return &syncRing{ring: make([]SyncRecord, size)} }
+
 // Add records one sync, dropping the oldest when full.
-func (h *History) Add(r SyncRecord) {
+func (h *syncRing) Add(r SyncRecord) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ring[h.next] = r
-	h.next = (h.next + 1) % HistoryLen
-	if h.n < HistoryLen {
-		h.n++
-	}
+	h.next = (h.next + 1) % len(h.ring)
+	h.n = min(h.n+1, len(h.ring))
 }
 
 // Records returns the kept syncs, newest first.
-func (h *History) Records() []SyncRecord {
+func (h *syncRing) Records() []SyncRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]SyncRecord, 0, h.n)
 	for i := 1; i <= h.n; i++ {
-		out = append(out, h.ring[(h.next-i+HistoryLen)%HistoryLen])
+		out = append(out, h.ring[(h.next-i+len(h.ring))%len(h.ring)])
 	}
 	return out
 }
@@ -83,7 +84,7 @@ type Published struct {
 	Describe func(view *model.ServicePortView) []string
 }
 
-// Record adds to History the sync that began at start with update: whether it was
+// Record adds to the kept syncs (HistoryLen) the sync that began at start with update: whether it was
 // full and wrote to the kernel, its kernel operations (nftables) and its error. It
 // also counts the sync, with the network programming latencies that FollowUp
 // observed for it, in the time series, and keeps it among the failures when err is

@@ -20,8 +20,8 @@ const (
 )
 
 // FailuresLen is how many failed syncs a proxier keeps for the status page's error
-// list, apart from its History: a failure stays listed after 64 later syncs pushed
-// it out of the History.
+// list, apart from the last HistoryLen syncs: a failure stays listed after 64 later
+// syncs pushed it out of those.
 const FailuresLen = 32
 
 // SeriesPoint is what the syncs that started within one SeriesStep add up to.
@@ -121,37 +121,6 @@ func (s *Series) Points(now time.Time) []SeriesPoint {
 		if b := s.slot(idx); b.index == idx && b.point.Syncs > 0 {
 			out = append(out, b.point)
 		}
-	}
-	return out
-}
-
-// Failures keeps the last FailuresLen failed syncs. Add is called from the sync
-// goroutine, Records from any.
-type Failures struct {
-	mu   sync.Mutex
-	ring [FailuresLen]SyncRecord
-	next int
-	n    int
-}
-
-// Add records one failed sync, dropping the oldest when full.
-func (f *Failures) Add(r SyncRecord) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ring[f.next] = r
-	f.next = (f.next + 1) % FailuresLen
-	if f.n < FailuresLen {
-		f.n++
-	}
-}
-
-// Records returns the kept failures, newest first.
-func (f *Failures) Records() []SyncRecord {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]SyncRecord, 0, f.n)
-	for i := 1; i <= f.n; i++ {
-		out = append(out, f.ring[(f.next-i+FailuresLen)%FailuresLen])
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package iptables
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -21,6 +22,9 @@ const (
 // tables is the order in which restore inputs and dumps list the tables (upstream
 // writes filter first).
 var tables = []Table{TableFilter, TableNAT}
+
+// Tables returns the tables kproxy writes in, in that order.
+func Tables() []Table { return slices.Clone(tables) }
 
 // Config is everything besides Services that shapes the rules of one family.
 type Config struct {
