@@ -20,7 +20,9 @@ const ChangeBound = 30 * time.Second
 // ChangeResult holds the latencies of one change series.
 type ChangeResult struct {
 	Latencies []time.Duration
-	Capped    int
+	// Phases split each latency (same index) where the proxy tells its syncs.
+	Phases []ChangePhases
+	Capped int
 }
 
 // MeasureChanges makes count single-endpoint changes, one at a time, round-robin over
@@ -36,6 +38,12 @@ func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod
 	if len(churn) == 0 {
 		return res, fmt.Errorf("no churn services")
 	}
+	sw, err := watchSlices(ctx, ld, churn[0].Slice.Namespace)
+	if err != nil {
+		return res, err
+	}
+	defer sw.stop()
+	src := newSyncSource(ld.Lab)
 	for k := range count {
 		select {
 		case <-ctx.Done():
@@ -47,15 +55,18 @@ func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod
 		}
 		s := churn[k%len(churn)]
 		next := nextBackend(ld.Backends, s.Pod)
-		lat, err := changeOnce(ctx, ld, client, s, next)
+		ch, err := changeOnce(ctx, ld, client, s, next)
 		if err != nil {
 			return res, err
 		}
+		lat := ch.answered.Sub(ch.written)
+		phases := phasesOf(ctx, sw, src, ch.rv, ch.sent, ch.written, ch.answered)
 		if lat >= ChangeBound {
 			res.Capped++
 		}
 		res.Latencies = append(res.Latencies, lat)
-		logger.V(2).Info("Change", "proxy", r.Proxy.Name, "k", k, "service", s.Name, "latency", lat)
+		res.Phases = append(res.Phases, phases)
+		logger.V(2).Info("Change", "proxy", r.Proxy.Name, "k", k, "service", s.Name, "latency", lat, "phases", phases)
 	}
 	return res, nil
 }
@@ -69,29 +80,40 @@ func nextBackend(backends []*lab.Pod, cur *lab.Pod) *lab.Pod {
 	return backends[0]
 }
 
-func changeOnce(ctx context.Context, ld *Loader, client *lab.Pod, s *Svc, next *lab.Pod) (time.Duration, error) {
+// change is one change's timeline: the update sent, returned with resourceVersion rv,
+// and the first probe answered by the new pod (written+ChangeBound when none was).
+type change struct {
+	rv                      string
+	sent, written, answered time.Time
+}
+
+func changeOnce(ctx context.Context, ld *Loader, client *lab.Pod, s *Svc, next *lab.Pod) (change, error) {
 	slice := s.Slice.DeepCopy()
 	want := lab.BuildEndpointSlices(s.Object, lab.PodEndpoints(next), slice.Ports, lab.SliceOptions{TriggerTime: time.Now()})[0]
 	slice.Endpoints = want.Endpoints
 	slice.Annotations = want.Annotations
+	sent := time.Now()
 	got, err := ld.Lab.Client.DiscoveryV1().EndpointSlices(slice.Namespace).Update(ctx, slice, metav1.UpdateOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("update slice %s: %w", slice.Name, err)
+		return change{}, fmt.Errorf("update slice %s: %w", slice.Name, err)
 	}
 	written := time.Now()
+	ch := change{rv: got.ResourceVersion, sent: sent, written: written}
 	s.Slice, s.Pod = got, next
 	target := netip.AddrPortFrom(s.ClusterIP, ServicePort)
 	for {
 		res := client.NS.ProbeWith(ctx, lab.Probe{Protocol: v1.ProtocolTCP, Target: target, Timeout: ProbeTimeout})
 		now := time.Now()
 		if res.Outcome == lab.Answered && res.Reply.Pod == next.Name {
-			return now.Sub(written), nil
+			ch.answered = now
+			return ch, nil
 		}
 		if now.Sub(written) >= ChangeBound {
-			return ChangeBound, nil
+			ch.answered = written.Add(ChangeBound)
+			return ch, nil
 		}
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return change{}, ctx.Err()
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,6 +228,7 @@ rules of the nat KUBE-SERVICES chain). Change latency: from the EndpointSlice up
 returning until the replaced single endpoint answered through the ClusterIP.
 minSyncPeriod 0 is set with --iptables-min-sync-period=0 (flags only, no config file).
 `)
+	buf.WriteString(r.changePhases())
 	if errs := r.Errors(); len(errs) > 0 {
 		buf.WriteString("\nFailed measurements:\n\n")
 		for _, e := range errs {
@@ -234,6 +236,42 @@ minSyncPeriod 0 is set with --iptables-min-sync-period=0 (flags only, no config 
 		}
 	}
 	return buf.String()
+}
+
+// changePhases is the section splitting the median and the slowest changes of every
+// series that the proxy's state API let the bench split (see ChangePhases).
+func (r *Results) changePhases() string {
+	var buf bytes.Buffer
+	for _, mode := range r.modes() {
+		for _, size := range slices.Sorted(maps.Keys(r.Figures[mode])) {
+			for _, p := range r.Config.Proxies {
+				f := r.Figures[mode][size][p.Name]
+				if f == nil {
+					continue
+				}
+				for _, c := range []struct {
+					name string
+					res  *ChangeResult
+				}{{"minSyncPeriod 1s (default)", f.ChangeDefault}, {"minSyncPeriod 0", f.ChangeZero}} {
+					lines := phaseLines(c.res)
+					if lines == nil {
+						continue
+					}
+					fmt.Fprintf(&buf, "- %s, %s, %s, %s: %s\n", p.Name, mode, sizeName(size), c.name, strings.Join(lines, "; "))
+				}
+			}
+		}
+	}
+	if buf.Len() == 0 {
+		return ""
+	}
+	return `
+Where the change latency went (the median change and the slowest ones, in ms): the
+update returned; "delivered" until the bench's own watch saw it; "queued in the proxy"
+until the proxy's sync that wrote it started (from the proxy's state API); "sync" until
+that sync ended; "answered" until the probe through the ClusterIP reached the new pod.
+
+` + buf.String()
 }
 
 // ResultsStamp is the layout of the UTC timestamp naming a run's results.

@@ -2,6 +2,7 @@ package nftnetlink
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"strings"
 	"testing"
@@ -206,4 +207,98 @@ func TestInventoryOfNftWrittenTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunOpsInventoryMatchesKernel: the inventory a full sync reads from its own
+// batch (RunOpsInventory) equals the one of its operations encoded again
+// (InventoryOf) and the kernel's table read back, both when the sync replaces an
+// absent table and when it refreshes one that holds another case's objects
+// (flushed or deleted when stale, which the inventory must not keep).
+func TestRunOpsInventoryMatchesKernel(t *testing.T) {
+	needRoot(t)
+	ns := testNetns(t)
+	cases := renderCases()
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex, err := New(c.family, render.TableName, Options{NetNSPath: netnsPath(ns)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, views := c.build()
+			st := renderState(cfg, views)
+			// Another case of the same family first, so that the refresh has stale
+			// objects to remove.
+			prev := cases[(i+1)%len(cases)]
+			for prev.family != c.family {
+				i++
+				prev = cases[(i+1)%len(cases)]
+			}
+			pcfg, pviews := prev.build()
+			ctx := context.Background()
+			for _, step := range []struct {
+				name string
+				ops  func(existing *Inventory) iter.Seq[nft.Op]
+			}{
+				{"replace", func(*Inventory) iter.Seq[nft.Op] { return render.FullOps(st) }},
+				{"refresh", func(k *Inventory) iter.Seq[nft.Op] { return render.RefreshOps(st, existingOf(k)) }},
+			} {
+				if err := ex.RunOps(ctx, render.FullOps(renderState(pcfg, pviews))); err != nil {
+					t.Fatal(err)
+				}
+				before, err := ex.ReadInventory(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := ex.RunOpsInventory(ctx, step.ops(before))
+				if err != nil {
+					t.Fatalf("%s: %v", step.name, err)
+				}
+				want, err := ex.InventoryOf(render.FullOps(st))
+				if err != nil {
+					t.Fatal(err)
+				}
+				kernel, err := ex.ReadInventory(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, against := range []struct {
+					name string
+					inv  *Inventory
+				}{{"InventoryOf", want}, {"the kernel", kernel}} {
+					var r drift.Report
+					CompareInventories(got, against.inv, &r)
+					if r.Count > 0 {
+						var diffs []string
+						for _, d := range r.Differences {
+							diffs = append(diffs, d.String())
+						}
+						t.Errorf("%s: the batch's inventory differs from %s's:\n%s", step.name, against.name, strings.Join(diffs, "\n"))
+					}
+				}
+			}
+		})
+	}
+}
+
+// existingOf lists what inv holds as render.Existing, for a refresh.
+func existingOf(inv *Inventory) *render.Existing {
+	e := &render.Existing{}
+	for name := range inv.Chains {
+		e.Chains = append(e.Chains, name)
+	}
+	for name, s := range inv.Sets {
+		if s.Map {
+			e.Maps = append(e.Maps, name)
+		} else {
+			e.Sets = append(e.Sets, name)
+		}
+	}
+	for name := range inv.Counters {
+		e.Counters = append(e.Counters, name)
+	}
+	slices.Sort(e.Chains)
+	slices.Sort(e.Sets)
+	slices.Sort(e.Maps)
+	slices.Sort(e.Counters)
+	return e
 }

@@ -118,7 +118,7 @@ func exchange(sock *socket, msgType int, flags uint16, nfproto byte, fill func(*
 				return code
 			}
 			if r.flags&unix.NLM_F_DUMP_INTR != 0 {
-				return errors.New("dump interrupted by a concurrent change")
+				return ErrDumpInterrupted
 			}
 			if len(r.data) > 4 { // after the nfgenmsg header
 				each(r.data[4:])
@@ -126,6 +126,10 @@ func exchange(sock *socket, msgType int, flags uint16, nfproto byte, fill func(*
 		}
 	}
 }
+
+// ErrDumpInterrupted is a dump's error when the kernel's rules changed while it
+// ran (NLM_F_DUMP_INTR): what it read is inconsistent and must be read again.
+var ErrDumpInterrupted = errors.New("dump interrupted by a concurrent change")
 
 // cstring decodes a NUL-terminated string attribute.
 func cstring(b []byte) string {

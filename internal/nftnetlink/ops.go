@@ -42,13 +42,54 @@ func (e *Executor) RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error {
 			}
 		}
 	}
-	return e.send(ctx, func(sock *socket) (*builder, error) { return e.buildOps(ops, sock, true) },
-		func(ref commandRef) string { return e.opAt(ops, ref.Line) })
+	_, err := e.runOps(ctx, ops, false)
+	return err
 }
 
-// buildOps translates ops into one batch, as build does their text; an
-// operation's commandRef is {0, its index}.
-func (e *Executor) buildOps(ops iter.Seq[nft.Op], sock *socket, commit bool) (*builder, error) {
+// RunOpsInventory is RunOps for operations that write the whole table (a full
+// sync: render/nftables.FullOps or RefreshOps). Once the kernel committed the
+// batch, it also returns the Inventory of the table the batch leaves, read from
+// the batch's own messages as ApplyToInventory reads them, so it equals
+// InventoryOf(ops) at the cost of the hashing alone: no second rendering and
+// encoding of the table (at 10,000 Services, 0.35 s and 44 MB that the drift
+// check's first comparison after a full sync otherwise spends under the sync
+// lock). Objects the batch flushes or deletes that it did not add (a refresh's
+// stale chains and sets) are not in the inventory, as in the kernel after it.
+func (e *Executor) RunOpsInventory(ctx context.Context, ops iter.Seq[nft.Op]) (*Inventory, error) {
+	return e.runOps(ctx, ops, true)
+}
+
+func (e *Executor) runOps(ctx context.Context, ops iter.Seq[nft.Op], inventory bool) (*Inventory, error) {
+	var t *translator
+	err := e.send(ctx, func(sock *socket) (*builder, error) {
+		var err error
+		t, err = e.buildOps(ops, sock, true)
+		if err != nil {
+			return nil, err
+		}
+		return t.b, nil
+	}, func(ref commandRef) string { return e.opAt(ops, ref.Line) })
+	if err != nil || !inventory {
+		return nil, err
+	}
+	return t.inventory(), nil
+}
+
+// inventory reads the batch t built, applied to an empty table, into an
+// Inventory.
+func (t *translator) inventory() *Inventory {
+	inv := newInventory()
+	r := &batchReader{inv: inv, anon: map[uint32]uint64{}}
+	for _, chunk := range t.b.buffers() {
+		r.read(chunk)
+	}
+	inv.setTypes = t.sets
+	return inv
+}
+
+// buildOps translates ops into one batch (the translator's builder), as build
+// does their text; an operation's commandRef is {0, its index}.
+func (e *Executor) buildOps(ops iter.Seq[nft.Op], sock *socket, commit bool) (*translator, error) {
 	t := e.newTranslator(sock)
 	i := int32(0)
 	for op := range ops {
@@ -59,7 +100,7 @@ func (e *Executor) buildOps(ops iter.Seq[nft.Op], sock *socket, commit bool) (*b
 		i++
 	}
 	t.end(commit)
-	return t.b, nil
+	return t, nil
 }
 
 func (e *Executor) nftFamily() nft.Family {

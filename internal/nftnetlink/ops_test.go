@@ -54,7 +54,7 @@ func TestBuildOpsIsBuildScript(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: ops: %v", in.name, sync.name, err)
 			}
-			if !bytes.Equal(slices.Concat(got.buffers()...), slices.Concat(want.buffers()...)) {
+			if !bytes.Equal(slices.Concat(got.b.buffers()...), slices.Concat(want.buffers()...)) {
 				t.Errorf("%s %s: the batch of the operations differs from the batch of their text", in.name, sync.name)
 			}
 		}
@@ -88,7 +88,7 @@ func TestBuildOpsIsBuildTextForDeltas(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: ops: %v", step.name, err)
 		}
-		if !bytes.Equal(slices.Concat(got.buffers()...), slices.Concat(want.buffers()...)) {
+		if !bytes.Equal(slices.Concat(got.b.buffers()...), slices.Concat(want.buffers()...)) {
 			t.Errorf("%s: the batch of the operations differs from the batch of their text", step.name)
 		}
 		commit()

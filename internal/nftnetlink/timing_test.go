@@ -147,11 +147,11 @@ func BenchmarkKernelTiming10k(b *testing.B) {
 					b.Fatal(err)
 				}
 				built := time.Now()
-				if err := sock.sendBuffers(batch.buffers()); err != nil {
+				if err := sock.sendBuffers(batch.b.buffers()); err != nil {
 					b.Fatal(err)
 				}
 				sent := time.Now()
-				if err := collectErrors(sock, batch, func(r commandRef) string { return ex.opAt(slices.Values(p.Ops), r.Line) }); err != nil {
+				if err := collectErrors(sock, batch.b, func(r commandRef) string { return ex.opAt(slices.Values(p.Ops), r.Line) }); err != nil {
 					b.Fatal(err)
 				}
 				sock.close()

@@ -29,9 +29,12 @@
 //     RunDriftChecks, once per DriftCheckPeriod, compare the kernel's table with
 //     what was applied (proxycore.DriftComparison): the table is read over netlink
 //     with no lock held, then compared under the sync lock with the inventory of
-//     what was applied, which every partial sync keeps up from its operations
-//     (nftnetlink.ApplyToInventory) and the first comparison after a full sync
-//     rebuilds. Differences make the next sync, triggered at once, a full one.
+//     what was applied, which a full sync reads from its own batch
+//     (InventoryRunner: nftnetlink.Executor.RunOpsInventory) and every partial
+//     sync keeps up from its operations (nftnetlink.ApplyToInventory); with a
+//     writer that cannot (the nft binary), the first comparison after a full sync
+//     rebuilds it. A comparison gives way to syncs (proxycore.DriftQuiet).
+//     Differences make the next sync, triggered at once, a full one.
 //     MonitorTable looks every TableCheckInterval whether the table exists and,
 //     when it was deleted, records it and triggers a full sync.
 //   - Sync must be called from one goroutine (the sync runner). SetServiceCIDRs,

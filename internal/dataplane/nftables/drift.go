@@ -2,6 +2,8 @@ package nftables
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"time"
@@ -33,7 +35,8 @@ const TableCheckInterval = 500 * time.Millisecond
 
 // comparison is this proxier's half of drift detection: the kernel's table read
 // over netlink, compared under the sync lock with the inventory of what was
-// applied (kept up by every sync, rebuilt after a full one when first needed).
+// applied (read by a full sync from its own batch, kept up by partial ones;
+// rebuilt when first needed after a full sync whose writer cannot read it).
 func (p *Proxier) comparison() *proxycore.DriftComparison[*nftnetlink.Inventory] {
 	inv := p.cfg.Inventories
 	return &proxycore.DriftComparison[*nftnetlink.Inventory]{
@@ -42,7 +45,13 @@ func (p *Proxier) comparison() *proxycore.DriftComparison[*nftnetlink.Inventory]
 		Generation: inv.Generation,
 		Read: func(ctx context.Context) (*nftnetlink.Inventory, error) {
 			defer p.largeWork()()
-			return inv.ReadInventory(ctx)
+			k, err := inv.ReadInventory(ctx)
+			if errors.Is(err, nftnetlink.ErrDumpInterrupted) {
+				// Someone committed while a dump ran (the generation check would
+				// find it too): read again later.
+				return nil, fmt.Errorf("%w: %w", proxycore.ErrInconclusive, err)
+			}
+			return k, err
 		},
 		Compare: func(_ context.Context, kernel *nftnetlink.Inventory, r *drift.Report) error {
 			if p.applied == nil {
@@ -97,11 +106,13 @@ func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
 func (p *Proxier) Applied() bool { return p.hasApplied.Load() }
 
 // keepInventory keeps the inventory of what was applied up to date after a
-// successful write (the Sync goroutine): a full sync drops it (the next
-// comparison rebuilds it), a partial one applies its operations to it.
-func (p *Proxier) keepInventory(full bool, ops []nft.Op) {
+// successful write (the Sync goroutine): a full sync replaces it with written,
+// the inventory its writer read from its own batch (nil when the writer cannot:
+// the next comparison then rebuilds it under the sync lock), a partial one applies
+// its operations to it.
+func (p *Proxier) keepInventory(full bool, written *nftnetlink.Inventory, ops []nft.Op) {
 	if full || p.cfg.Inventories == nil {
-		p.want = nil
+		p.want = written
 		return
 	}
 	if p.want != nil && p.cfg.Inventories.ApplyToInventory(p.want, slices.Values(ops)) != nil {

@@ -274,3 +274,53 @@ func fullOpsOf(p *Proxier) iter.Seq[nft.Op] {
 	}
 	return render.FullOps(p.applied)
 }
+
+// inventoryNFT is a writer that, like nftnetlink.Executor, returns the inventory
+// of what a full sync wrote from its own batch (InventoryRunner).
+type inventoryNFT struct {
+	*recordingNFT
+	inventories *fakeInventories
+	written     []*nftnetlink.Inventory
+}
+
+func (w *inventoryNFT) RunOpsInventory(ctx context.Context, ops iter.Seq[nft.Op]) (*nftnetlink.Inventory, error) {
+	tx := w.NewTransaction()
+	render.AddOps(tx, ops)
+	if err := w.Run(ctx, tx); err != nil {
+		return nil, err
+	}
+	inv, err := w.inventories.InventoryOf(ops)
+	w.written = append(w.written, inv)
+	return inv, err
+}
+
+// TestFullSyncKeepsTheWritersInventory: with a writer that reads the inventory of
+// a full sync from its own batch, the comparisons use it rather than rendering
+// and encoding the table again under the sync lock.
+func TestFullSyncKeepsTheWritersInventory(t *testing.T) {
+	fake := &fakeInventories{}
+	var k kernelInventories
+	var w *inventoryNFT
+	f := newFixture(t, func(c *Config) {
+		c.DriftCheckPeriod = 30 * time.Second
+		c.Inventories = &k
+		w = &inventoryNFT{recordingNFT: c.NFT.(*recordingNFT), inventories: fake}
+		c.NFT = w
+	})
+	k = kernelInventories{fakeInventories: fake, proxier: f.proxier}
+	f.AddStandardServices()
+	f.sync()
+	if len(w.written) != 1 || f.proxier.want != w.written[0] {
+		t.Fatalf("after a full sync the proxier keeps %p, want the writer's inventory (%d written)", f.proxier.want, len(w.written))
+	}
+	r, err := f.proxier.Verify(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Count != 0 {
+		t.Errorf("Verify right after the full sync: %+v", r)
+	}
+	if f.proxier.want != w.written[0] {
+		t.Error("the comparison rebuilt the inventory the writer gave")
+	}
+}

@@ -176,14 +176,15 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		base := render.RenderBase(&p.renderCfg)
 		st := render.NewState(&base, render.RenderServices(&p.renderCfg, slices.Collect(p.cfg.State.Views())))
 		existing := p.existingObjects(ctx)
-		run = p.fullSyncRunner(ctx, st, existing, &ops)
+		var written *nftnetlink.Inventory
+		run = p.fullSyncRunner(ctx, st, existing, &ops, &written)
 		if existing != nil {
-			replace = p.fullSyncRunner(ctx, st, nil, &ops)
+			replace = p.fullSyncRunner(ctx, st, nil, &ops, &written)
 		}
 		commit = func() {
 			p.base, p.applied = &base, st
 			p.core.FullSyncDone(start)
-			p.keepInventory(true, nil)
+			p.keepInventory(true, written, nil)
 		}
 	} else {
 		updates := proxycore.RenderChanged(p.cfg.State, update, func(v *model.ServicePortView) render.Fragment {
@@ -201,7 +202,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 			if newBase != nil {
 				p.base = newBase
 			}
-			p.keepInventory(false, plan.Ops)
+			p.keepInventory(false, nil, plan.Ops)
 		}
 	}
 
@@ -252,6 +253,14 @@ type OpsRunner interface {
 	RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error
 }
 
+// InventoryRunner is an OpsRunner that, writing a full sync, also returns the
+// inventory of the table it leaves, read from its own batch
+// (nftnetlink.Executor.RunOpsInventory): drift detection then has what was
+// applied without rendering and encoding the table a second time.
+type InventoryRunner interface {
+	RunOpsInventory(ctx context.Context, ops iter.Seq[nft.Op]) (*nftnetlink.Inventory, error)
+}
+
 // existingObjects lists the table's chains, sets and maps, for a full sync that
 // refreshes the table in place (keeping session-affinity memory, as upstream). It
 // returns nil, for a full sync that replaces the table, when the listing fails.
@@ -270,11 +279,37 @@ func (p *Proxier) existingObjects(ctx context.Context) *render.Existing {
 // fullSyncRunner returns the function that writes the full sync of st, counting
 // its operations into ops: a refresh of the table holding existing, or its
 // replacement when existing is nil.
-func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, existing *render.Existing, ops *int) func() error {
+// With a writer that reads the inventory of what it wrote from its own batch
+// (InventoryRunner) and drift detection on, written receives that inventory.
+func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, existing *render.Existing, ops *int, written **nftnetlink.Inventory) func() error {
+	stream := render.FullOps(st)
 	if existing != nil {
-		return p.opsRunner(ctx, render.RefreshOps(st, existing), ops)
+		stream = render.RefreshOps(st, existing)
 	}
-	return p.opsRunner(ctx, render.FullOps(st), ops)
+	if runner, ok := p.cfg.NFT.(InventoryRunner); ok && p.cfg.Inventories != nil {
+		return func() error {
+			inv, err := runner.RunOpsInventory(ctx, countOps(stream, ops))
+			*written = inv
+			return err
+		}
+	}
+	return p.opsRunner(ctx, stream, ops)
+}
+
+// countOps yields stream, storing into n how many operations it yielded once an
+// iteration is complete: a runner iterates again, up to the failing operation, to
+// quote it in an error.
+func countOps(stream iter.Seq[nft.Op], n *int) iter.Seq[nft.Op] {
+	return func(yield func(nft.Op) bool) {
+		k := 0
+		for op := range stream {
+			k++
+			if !yield(op) {
+				return
+			}
+		}
+		*n = k
+	}
 }
 
 // opsRunner returns the function that writes stream as one transaction, counting
@@ -282,21 +317,7 @@ func (p *Proxier) fullSyncRunner(ctx context.Context, st *render.State, existing
 // else added to a knftables transaction (the nft binary's writer, a Fake).
 func (p *Proxier) opsRunner(ctx context.Context, stream iter.Seq[nft.Op], ops *int) func() error {
 	if runner, ok := p.cfg.NFT.(OpsRunner); ok {
-		return func() error {
-			// Counted when an iteration is complete: the runner iterates again,
-			// up to the failing operation, to quote it in an error.
-			counted := func(yield func(nft.Op) bool) {
-				n := 0
-				for op := range stream {
-					n++
-					if !yield(op) {
-						return
-					}
-				}
-				*ops = n
-			}
-			return runner.RunOps(ctx, counted)
-		}
+		return func() error { return runner.RunOps(ctx, countOps(stream, ops)) }
 	}
 	return func() error {
 		tx := p.cfg.NFT.NewTransaction()

@@ -68,6 +68,11 @@ type Core struct {
 	lastDriftCheck time.Time
 	lastDrift      atomic.Pointer[drift.Report]
 	nextDriftCheck atomic.Int64
+	// lastBegin is when the last sync began (Unix ns); driftRead cancels the drift
+	// comparison's kernel read in progress, nil when none is (drift.go: a
+	// comparison gives way to syncs).
+	lastBegin atomic.Int64
+	driftRead atomic.Pointer[context.CancelFunc]
 }
 
 // New returns the Core of a proxier of mode ("nftables", "iptables": for errors),
@@ -112,6 +117,7 @@ func (c *Core) Precommit() { c.commits.Precommit() }
 func (c *Core) Begin(ctx context.Context) (logger klog.Logger, start time.Time, update *model.Update) {
 	logger = klog.FromContext(ctx).WithValues("ipFamily", c.cfg.Family)
 	start = c.cfg.Clock.Now()
+	c.yieldToSync(start)
 	update = c.commits.Commit()
 	c.FollowUp.ReportProblems(logger, update.Problems)
 	return logger, start, update

@@ -89,8 +89,16 @@ func compareOnce[K any](ctx context.Context, c *Core, dc *DriftComparison[K], cl
 			return r, nil
 		}
 	}
-	kernel, err := dc.Read(ctx)
+	readCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.driftRead.Store(&cancel)
+	kernel, err := dc.Read(readCtx)
+	c.driftRead.Store(nil)
 	if err != nil {
+		if readCtx.Err() != nil && ctx.Err() == nil {
+			// A sync began (yieldToSync): the read gave way to it.
+			return nil, ErrInconclusive
+		}
 		return nil, err
 	}
 	if dc.Generation != nil {
@@ -123,13 +131,39 @@ func compareOnce[K any](ctx context.Context, c *Core, dc *DriftComparison[K], cl
 // DriftCheckInterval is how often RunDriftChecks looks whether a check is due.
 const DriftCheckInterval = time.Second
 
+// DriftQuiet is how long after a sync began RunDriftChecks waits before it reads
+// the kernel. Reading a large table competes with the syncs for the CPU and the
+// collector (at 10,000 Services a read is 0.3 s of CPU and tens of MB allocated
+// in the GC scope for whole-table work), and while it ran each single-change sync
+// took 15-50 ms instead of 3-5 ms (bench/results/20261206T042909Z-phases.md). A
+// read that starts in a lull of DriftQuiet usually ends before the next change
+// (syncs that write are at least minSyncPeriod apart, 1 s by default); one that
+// does not is cancelled by the sync that begins (yieldToSync) and tried again.
+const DriftQuiet = 500 * time.Millisecond
+
+// yieldToSync is called as a sync begins at start: a drift comparison reading
+// the kernel stops and is made again in a later lull.
+func (c *Core) yieldToSync(start time.Time) {
+	c.lastBegin.Store(start.UnixNano())
+	if cancel := c.driftRead.Load(); cancel != nil {
+		(*cancel)()
+	}
+}
+
+// quiet reports whether no sync began within DriftQuiet of now.
+func (c *Core) quiet(now time.Time) bool {
+	return now.UnixNano()-c.lastBegin.Load() >= int64(DriftQuiet)
+}
+
 // RunDriftChecks compares the kernel with what was applied once per
 // Config.DriftCheckPeriod, counted from the last comparison or full sync, until
 // ctx is done (it returns nil then; at once without a period). When they differ
 // it records and logs the differences, then calls requestFull and trigger: the
 // proxier's next sync, right away, rewrites everything. A third party's change is
-// so found within one period (and a second). A comparison made while the rules
-// change is made again a second later; a failed one is logged and waits a period.
+// so found within one period (and a second) on a node whose Services ever pause
+// for DriftQuiet. A comparison gives way to syncs: it starts only in such a lull,
+// and one that a sync interrupts, or that ran while the rules changed, is made
+// again a second later; a failed one is logged and waits a period.
 func RunDriftChecks[K any](ctx context.Context, c *Core, dc *DriftComparison[K], requestFull, trigger func()) error {
 	if c.cfg.DriftCheckPeriod <= 0 {
 		return nil
@@ -145,8 +179,9 @@ func RunDriftChecks[K any](ctx context.Context, c *Core, dc *DriftComparison[K],
 			return nil
 		case <-ticker.C:
 		}
+		now := c.cfg.Clock.Now()
 		due := c.nextDriftCheck.Load()
-		if due == 0 || c.cfg.Clock.Now().UnixNano() < due {
+		if due == 0 || now.UnixNano() < due || !c.quiet(now) {
 			continue
 		}
 		r, err := compareOnce(ctx, c, dc, &clean)
