@@ -20,7 +20,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/kproxy/kproxy/internal/ipset"
 	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/ipvs"
 	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
@@ -203,11 +205,13 @@ func TestIntegrationCleanupAllInNetns(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer links.Close()
+			table := ipvs.New("/run/netns/" + ns)
+			defer func() { _ = table.Close() }()
 			deps := Deps{
 				Exec:   nsx,
 				Links:  links,
-				IPVS:   NetlinkIPVS{NetNS: nsHandle},
-				IPSets: ExecIPSets{Exec: nsx},
+				IPVS:   table,
+				IPSets: ipset.New(nsx),
 				// NewNFTables defaults to knftables.New, which finds the
 				// namespaced nft first on PATH.
 			}
@@ -301,7 +305,9 @@ func TestIntegrationNonDummyKubeIPVS0IsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer links.Close()
-	err = cleanupIPVSKernel(context.Background(), NetlinkIPVS{NetNS: nsHandle}, links)
+	table := ipvs.New("/run/netns/" + ns)
+	defer func() { _ = table.Close() }()
+	err = cleanupIPVSKernel(context.Background(), table, links)
 	if err == nil || !strings.Contains(err.Error(), "not dummy") {
 		t.Errorf("cleanupIPVSKernel = %v, want a not-dummy error", err)
 	}
@@ -312,8 +318,10 @@ func TestIntegrationNonDummyKubeIPVS0IsKept(t *testing.T) {
 
 func TestIntegrationNetlinkIPVSInNetns(t *testing.T) {
 	requireRootAndTools(t, "ip")
-	_, nsHandle := newTestNetns(t)
-	err := NetlinkIPVS{NetNS: nsHandle}.Flush(context.Background())
+	ns, _ := newTestNetns(t)
+	table := ipvs.New("/run/netns/" + ns)
+	defer func() { _ = table.Close() }()
+	err := table.Flush()
 	if err != nil && !errors.Is(err, ErrIPVSUnavailable) {
 		t.Fatalf("Flush: %v", err)
 	}
