@@ -17,6 +17,8 @@
 //     equals what was written. Firewall-mark services, which kproxy never
 //     creates and a Key cannot name, are not listed (and so never deleted but
 //     by Flush).
+//   - RealServers of a virtual server that does not exist is empty, not an
+//     error: the kernel's dump of its destinations is empty.
 //   - Errors are wrapped with what was asked (the virtual server, the real
 //     server) and with ErrNotFound or ErrExists when the kernel's errno means
 //     that; every call wraps ErrUnavailable when the kernel has no IPVS.

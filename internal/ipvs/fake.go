@@ -159,7 +159,8 @@ func (f *Fake) DeleteVirtualServer(k Key) error {
 	return nil
 }
 
-// RealServers implements Interface, sorted by address and port.
+// RealServers implements Interface, sorted by address and port; a virtual
+// server that does not exist has none, as in the kernel.
 func (f *Fake) RealServers(k Key) ([]RealServer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -168,7 +169,8 @@ func (f *Fake) RealServers(k Key) ([]RealServer, error) {
 	}
 	svc, ok := f.services[k]
 	if !ok {
-		return nil, fmt.Errorf("listing the destinations of IPVS service %s: %w", k, ErrNotFound)
+		// The kernel's dump of a missing service's destinations is empty.
+		return []RealServer{}, nil
 	}
 	rss := make([]RealServer, 0, len(svc.rss))
 	for _, rs := range svc.rss {

@@ -173,14 +173,11 @@ func (g *GracefulTermination) Run(ctx context.Context) error {
 // deleteRsFunc). deleted reports that it is gone, whether deleted now or
 // already absent. g.mu is held.
 //
-// Unlike upstream, a real server whose virtual server is gone counts as
-// deleted (upstream keeps retrying it forever), and so does one that is no
-// longer there (upstream reports an error as it forgets it).
+// A real server that is no longer there (deleted by someone else, or with
+// its virtual server, whose destinations the kernel then lists as none)
+// counts as deleted; upstream forgets it too, reporting an error.
 func (g *GracefulTermination) tryDelete(t Terminating) (deleted bool, err error) {
 	rss, err := g.ipvs.RealServers(t.Key)
-	if errors.Is(err, ErrNotFound) {
-		return true, nil
-	}
 	if err != nil {
 		return false, fmt.Errorf("graceful termination of %s: %w", t, err)
 	}
