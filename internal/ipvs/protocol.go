@@ -80,9 +80,10 @@ func checkKey(k Key) error {
 	return nil
 }
 
-// Schedulers returns the IPVS schedulers of Linux 6.x (net/netfilter/ipvs),
-// by the names a virtual server takes; each is a module of its own
-// (ip_vs_NAME), loaded by the kernel when a service first uses it.
+// Schedulers returns the IPVS schedulers of Linux 6.2 and later
+// (net/netfilter/ipvs; twos is the one 6.1 lacks), by the names a virtual
+// server takes; each is a module of its own (ip_vs_NAME), loaded by the
+// kernel when a service first uses it.
 func Schedulers() []string {
 	return []string{"rr", "wrr", "lc", "wlc", "fo", "ovf", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh", "twos"}
 }
