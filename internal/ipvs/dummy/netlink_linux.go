@@ -116,7 +116,7 @@ func (n *Netlink) Addresses() ([]netip.Addr, error) {
 		if err != nil {
 			return err
 		}
-		addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
+		addrs, err := addrList(h, l)
 		if err != nil {
 			return fmt.Errorf("listing the addresses of %s: %w", LinkName, err)
 		}
@@ -165,7 +165,7 @@ func (n *Netlink) NodeAddresses() ([]netip.Addr, error) {
 		} else if !errors.Is(err, ErrLinkNotFound) {
 			return err
 		}
-		addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
+		addrs, err := addrList(h, nil)
 		if err != nil {
 			return fmt.Errorf("listing the node's addresses: %w", err)
 		}
@@ -173,6 +173,26 @@ func (n *Netlink) NodeAddresses() ([]netip.Addr, error) {
 		return nil
 	})
 	return out, err
+}
+
+// dumpAttempts bounds the retries of an address dump that the kernel
+// marked interrupted.
+const dumpAttempts = 5
+
+// addrList dumps the addresses of l (every link's when nil), again when the
+// kernel reports the dump interrupted (NLM_F_DUMP_INTR: the list changed
+// meanwhile, as when an IPv6 address just bound leaves its tentative state),
+// since netlink then hands back a list that may be incomplete.
+func addrList(h *netlink.Handle, l netlink.Link) ([]netlink.Addr, error) {
+	var err error
+	for range dumpAttempts {
+		var addrs []netlink.Addr
+		addrs, err = h.AddrList(l, netlink.FAMILY_ALL)
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return addrs, err
+		}
+	}
+	return nil, err
 }
 
 func toNetlinkAddr(a netip.Addr) (*netlink.Addr, error) {
