@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,9 +322,22 @@ func TestIntegrationNetlinkIPVSInNetns(t *testing.T) {
 	ns, _ := newTestNetns(t)
 	table := ipvs.New("/run/netns/" + ns)
 	defer func() { _ = table.Close() }()
-	err := table.Flush()
-	if err != nil && !errors.Is(err, ErrIPVSUnavailable) {
-		t.Fatalf("Flush: %v", err)
+	// Where the kernel has IPVS, a virtual server to flush.
+	vs := ipvs.VirtualServer{Address: netip.MustParseAddr("10.96.0.1"), Protocol: v1.ProtocolTCP, Port: 443, Scheduler: "rr"}
+	if table.Available() == nil {
+		if err := table.AddVirtualServer(vs); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Logf("IPVS flush in a fresh namespace: %v", err)
+	err := cleanupIPVSKernel(context.Background(), table, nil)
+	if err != nil {
+		t.Fatalf("cleanupIPVSKernel: %v", err)
+	}
+	if vss, err := table.VirtualServers(); err == nil && len(vss) != 0 {
+		t.Errorf("virtual servers left: %v", vss)
+	} else if err != nil && !errors.Is(err, ErrIPVSUnavailable) {
+		t.Errorf("VirtualServers: %v", err)
+	} else {
+		t.Logf("IPVS in a fresh namespace after the cleanup: %v", err)
+	}
 }
