@@ -10,6 +10,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/kproxy/kproxy/internal/config"
+	"github.com/kproxy/kproxy/internal/ipset"
 	"github.com/kproxy/kproxy/internal/iptables"
 )
 
@@ -30,11 +31,11 @@ type Deps struct {
 	// Links looks up and deletes kube-ipvs0; nil means netlink in the
 	// caller's namespace.
 	Links Links
-	// IPVS flushes IPVS virtual servers; nil means generic netlink in the
-	// caller's namespace.
+	// IPVS flushes IPVS virtual servers; nil means internal/ipvs's Netlink
+	// in the caller's namespace, opened for the cleanup only.
 	IPVS IPVS
-	// IPSets destroys the ipvs proxier's sets; nil means the ipset binary
-	// through Exec.
+	// IPSets destroys the ipvs proxier's sets; nil means internal/ipset's
+	// Exec (the ipset binary) through Exec.
 	IPSets IPSets
 }
 
@@ -48,11 +49,8 @@ func (d Deps) withDefaults() Deps {
 	if d.Links == nil {
 		d.Links = &netlink.Handle{}
 	}
-	if d.IPVS == nil {
-		d.IPVS = NewNetlinkIPVS()
-	}
 	if d.IPSets == nil {
-		d.IPSets = ExecIPSets{Exec: d.Exec}
+		d.IPSets = ipset.New(d.Exec)
 	}
 	return d
 }

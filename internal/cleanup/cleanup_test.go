@@ -3,6 +3,8 @@ package cleanup
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +14,9 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kproxy/kproxy/internal/config"
+	"github.com/kproxy/kproxy/internal/ipset"
 	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/ipvs"
 )
 
 // world is a complete set of fakes holding leftovers of every mode.
@@ -22,8 +26,8 @@ type world struct {
 	v4Restore iptables.Interface
 	nft       map[knftables.Family]*knftables.Fake
 	links     *FakeLinks
-	ipvs      *FakeIPVS
-	sets      *FakeIPSets
+	ipvs      *ipvs.Fake
+	sets      *ipset.Fake
 }
 
 func newWorld(t *testing.T) *world {
@@ -33,8 +37,8 @@ func newWorld(t *testing.T) *world {
 		v6:    loadFake(t, v1.IPv6Protocol, "ipvs-mode.save"),
 		nft:   map[knftables.Family]*knftables.Fake{},
 		links: &FakeLinks{Links: map[string]netlink.Link{}},
-		ipvs:  &FakeIPVS{},
-		sets:  &FakeIPSets{Sets: map[string]bool{}},
+		ipvs:  ipvs.NewFake(),
+		sets:  ipset.NewFake(),
 	}
 	for _, family := range nftablesFamilies {
 		fake := knftables.NewFake(family, nftablesTable)
@@ -49,8 +53,15 @@ func newWorld(t *testing.T) *world {
 	for _, name := range []string{ipvsDummyLink, "other0"} {
 		w.links.Links[name] = &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name}}
 	}
+	var script strings.Builder
 	for _, name := range []string{"KUBE-CLUSTER-IP", "KUBE-6-CLUSTER-IP", "KUBE-6-LOAD-BALANCER-SOURCE-CID", "OTHER-SET", "KUBE-SOMETHING-ELSE"} {
-		w.sets.Sets[name] = true
+		script.WriteString(ipset.CreateLine(ipset.Set{Name: name, Type: ipset.HashIPPort}) + "\n")
+	}
+	if err := w.sets.Restore(context.Background(), []byte(script.String())); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ipvs.AddVirtualServer(ipvs.VirtualServer{Address: netip.MustParseAddr("10.96.0.1"), Protocol: v1.ProtocolTCP, Port: 443, Scheduler: "rr"}); err != nil {
+		t.Fatal(err)
 	}
 	return w
 }
@@ -84,7 +95,13 @@ func (w *world) iptablesCleaned() bool {
 
 func (w *world) ipvsCleaned() bool {
 	_, hasLink := w.links.Links[ipvsDummyLink]
-	return !hasLink && w.ipvs.Flushes == 1 && !w.sets.Sets["KUBE-CLUSTER-IP"]
+	vss, _ := w.ipvs.VirtualServers()
+	return !hasLink && len(vss) == 0 && !w.hasSet("KUBE-CLUSTER-IP")
+}
+
+func (w *world) hasSet(name string) bool {
+	names, _ := w.sets.ListSets(context.Background())
+	return slices.Contains(names, name)
 }
 
 func TestForMode(t *testing.T) {
@@ -127,11 +144,7 @@ func TestAll(t *testing.T) {
 	if _, ok := w.links.Links["other0"]; !ok {
 		t.Error("unrelated link other0 was deleted")
 	}
-	var sets []string
-	for name := range w.sets.Sets {
-		sets = append(sets, name)
-	}
-	slices.Sort(sets)
+	sets, _ := w.sets.ListSets(context.Background())
 	if want := []string{"KUBE-SOMETHING-ELSE", "OTHER-SET"}; !slices.Equal(sets, want) {
 		t.Errorf("remaining sets = %v, want %v", sets, want)
 	}
@@ -146,8 +159,8 @@ func TestAllJoinsErrorsAndRunsEveryPart(t *testing.T) {
 	restoreErr := errors.New("restore failed")
 	flushErr := errors.New("ipvs flush failed")
 	w.v4Restore = failingRestore{Fake: w.v4, table: tableFilter, err: restoreErr}
-	w.ipvs.Err = flushErr
-	w.sets.InUse = map[string]bool{"KUBE-CLUSTER-IP": true}
+	w.ipvs.SetError("Flush", flushErr)
+	w.sets.SetInUse("KUBE-CLUSTER-IP", true)
 	w.links.Links[ipvsDummyLink] = &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ipvsDummyLink}}
 
 	err := All(context.Background(), w.deps())
@@ -167,14 +180,14 @@ func TestAllJoinsErrorsAndRunsEveryPart(t *testing.T) {
 	if _, ok := w.links.Links[ipvsDummyLink]; !ok {
 		t.Error("a non-dummy kube-ipvs0 is not ours and must be kept")
 	}
-	if w.sets.Sets["KUBE-6-CLUSTER-IP"] {
+	if w.hasSet("KUBE-6-CLUSTER-IP") {
 		t.Error("sets after a failing one were not destroyed")
 	}
 }
 
 func TestIPVSUnavailableIsNotAnError(t *testing.T) {
 	w := newWorld(t)
-	w.ipvs.Err = ErrIPVSUnavailable
+	w.ipvs.SetError("Flush", fmt.Errorf("flushing IPVS services: %w", ErrIPVSUnavailable))
 	if err := IPTablesAndIPVS(context.Background(), w.deps()); err != nil {
 		t.Fatal(err)
 	}
@@ -187,13 +200,13 @@ func TestMissingToolsAreNotErrors(t *testing.T) {
 	w := newWorld(t)
 	w.v4.SetPresent(false)
 	w.v6.SetPresent(false)
-	w.sets.Unavailable = true
+	w.sets.SetError("Version", errors.New(`exec: "ipset": executable file not found in $PATH`))
 	deps := w.deps()
 	deps.NewNFTables = FakeNFTables(nil) // nft unusable in every family
 	if err := All(context.Background(), deps); err != nil {
 		t.Fatal(err)
 	}
-	if !w.sets.Sets["KUBE-CLUSTER-IP"] {
+	if !w.hasSet("KUBE-CLUSTER-IP") {
 		t.Error("sets destroyed although ipset is unavailable")
 	}
 }

@@ -44,5 +44,7 @@
 //     choice with iptables.DetectBackend.
 //
 // iptables is reached through internal/iptables (the same runner the
-// iptables mode's dataplane writes with); tests use its Fake.
+// iptables mode's dataplane writes with), IPVS through internal/ipvs and the
+// ipsets through internal/ipset (the ipvs mode's boundaries); tests use
+// their Fakes.
 package cleanup

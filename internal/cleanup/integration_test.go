@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/kproxy/kproxy/internal/ipset"
 	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/ipvs"
 	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
@@ -203,11 +206,13 @@ func TestIntegrationCleanupAllInNetns(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer links.Close()
+			table := ipvs.New("/run/netns/" + ns)
+			defer func() { _ = table.Close() }()
 			deps := Deps{
 				Exec:   nsx,
 				Links:  links,
-				IPVS:   NetlinkIPVS{NetNS: nsHandle},
-				IPSets: ExecIPSets{Exec: nsx},
+				IPVS:   table,
+				IPSets: ipset.New(nsx),
 				// NewNFTables defaults to knftables.New, which finds the
 				// namespaced nft first on PATH.
 			}
@@ -301,7 +306,9 @@ func TestIntegrationNonDummyKubeIPVS0IsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer links.Close()
-	err = cleanupIPVSKernel(context.Background(), NetlinkIPVS{NetNS: nsHandle}, links)
+	table := ipvs.New("/run/netns/" + ns)
+	defer func() { _ = table.Close() }()
+	err = cleanupIPVSKernel(context.Background(), table, links)
 	if err == nil || !strings.Contains(err.Error(), "not dummy") {
 		t.Errorf("cleanupIPVSKernel = %v, want a not-dummy error", err)
 	}
@@ -312,10 +319,25 @@ func TestIntegrationNonDummyKubeIPVS0IsKept(t *testing.T) {
 
 func TestIntegrationNetlinkIPVSInNetns(t *testing.T) {
 	requireRootAndTools(t, "ip")
-	_, nsHandle := newTestNetns(t)
-	err := NetlinkIPVS{NetNS: nsHandle}.Flush(context.Background())
-	if err != nil && !errors.Is(err, ErrIPVSUnavailable) {
-		t.Fatalf("Flush: %v", err)
+	ns, _ := newTestNetns(t)
+	table := ipvs.New("/run/netns/" + ns)
+	defer func() { _ = table.Close() }()
+	// Where the kernel has IPVS, a virtual server to flush.
+	vs := ipvs.VirtualServer{Address: netip.MustParseAddr("10.96.0.1"), Protocol: v1.ProtocolTCP, Port: 443, Scheduler: "rr"}
+	if table.Available() == nil {
+		if err := table.AddVirtualServer(vs); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Logf("IPVS flush in a fresh namespace: %v", err)
+	err := cleanupIPVSKernel(context.Background(), table, nil)
+	if err != nil {
+		t.Fatalf("cleanupIPVSKernel: %v", err)
+	}
+	if vss, err := table.VirtualServers(); err == nil && len(vss) != 0 {
+		t.Errorf("virtual servers left: %v", vss)
+	} else if err != nil && !errors.Is(err, ErrIPVSUnavailable) {
+		t.Errorf("VirtualServers: %v", err)
+	} else {
+		t.Logf("IPVS in a fresh namespace after the cleanup: %v", err)
+	}
 }

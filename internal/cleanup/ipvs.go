@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 	"k8s.io/klog/v2"
-	utilexec "k8s.io/utils/exec"
+
+	"github.com/kproxy/kproxy/internal/ipvs"
 )
 
 // Links is the boundary to network links; *netlink.Handle implements it
@@ -18,58 +18,45 @@ type Links interface {
 	LinkDel(link netlink.Link) error
 }
 
-// IPVS is the boundary to the kernel's IPVS table.
+// IPVS is the part of the IPVS boundary (internal/ipvs) the cleanup uses;
+// *ipvs.Netlink and *ipvs.Fake implement it.
 type IPVS interface {
-	// Flush removes every IPVS virtual server. It returns an error wrapping
+	// Flush removes every IPVS virtual server. Its error wraps
 	// ErrIPVSUnavailable when the kernel has no IPVS.
-	Flush(ctx context.Context) error
+	Flush() error
 }
 
 // ErrIPVSUnavailable reports a kernel without IPVS (ip_vs not loaded or not
-// built), where there is nothing to flush.
-var ErrIPVSUnavailable = errors.New("IPVS is not available in this kernel")
+// built), where there is nothing to flush. It is internal/ipvs's
+// ErrUnavailable.
+var ErrIPVSUnavailable = ipvs.ErrUnavailable
 
-// IPSets is the boundary to the ipset tool.
+// IPSets is the part of the ipset boundary (internal/ipset) the cleanup
+// uses; *ipset.Exec and *ipset.Fake implement it.
 type IPSets interface {
-	// Available reports whether ipset can be used at all (upstream: "ipset
+	// Version succeeds when ipset can be used at all (upstream: "ipset
 	// --version" succeeds).
-	Available(ctx context.Context) bool
+	Version(ctx context.Context) (string, error)
 	// Destroy destroys one set; a set that does not exist is not an error.
 	Destroy(ctx context.Context, name string) error
 }
 
-// ExecIPSets implements IPSets by running the ipset binary through Exec.
-type ExecIPSets struct {
-	Exec utilexec.Interface
-}
-
-var _ IPSets = ExecIPSets{}
-
-// Available implements IPSets.
-func (s ExecIPSets) Available(ctx context.Context) bool {
-	if _, err := s.Exec.LookPath("ipset"); err != nil {
-		return false
-	}
-	_, err := s.Exec.CommandContext(ctx, "ipset", "--version").CombinedOutput()
-	return err == nil
-}
-
-// Destroy implements IPSets.
-func (s ExecIPSets) Destroy(ctx context.Context, name string) error {
-	out, err := s.Exec.CommandContext(ctx, "ipset", "destroy", name).CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "does not exist") {
-		return fmt.Errorf("ipset destroy %s: %w: %s", name, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
 // cleanupIPVSKernel removes the IPVS virtual servers and the kube-ipvs0 dummy
 // link. It runs before the iptables cleanup, as upstream's does.
-func cleanupIPVSKernel(ctx context.Context, ipvs IPVS, links Links) error {
+func cleanupIPVSKernel(ctx context.Context, table IPVS, links Links) error {
 	logger := klog.FromContext(ctx)
 	var errs []error
-	if ipvs != nil {
-		if err := ipvs.Flush(ctx); err != nil {
+	if table == nil {
+		// The caller's namespace, with a socket that lives as long as
+		// this cleanup.
+		n := ipvs.New("")
+		defer func() { _ = n.Close() }()
+		table = n
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	} else {
+		if err := table.Flush(); err != nil {
 			if errors.Is(err, ErrIPVSUnavailable) {
 				logger.V(2).Info("IPVS not available; no virtual servers to remove", "err", err)
 			} else {
@@ -108,8 +95,11 @@ func deleteDummyLink(links Links, name string) error {
 // cleanupIPSets destroys the ipvs proxier's sets. It must run after the
 // iptables cleanup: a set still referenced by a rule cannot be destroyed.
 func cleanupIPSets(ctx context.Context, sets IPSets) error {
-	if sets == nil || !sets.Available(ctx) {
-		klog.FromContext(ctx).V(2).Info("ipset not usable; no ipvs sets to remove")
+	if sets == nil {
+		return nil
+	}
+	if _, err := sets.Version(ctx); err != nil {
+		klog.FromContext(ctx).V(2).Info("ipset not usable; no ipvs sets to remove", "err", err)
 		return nil
 	}
 	var errs []error

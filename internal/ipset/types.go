@@ -20,7 +20,11 @@ type Set struct {
 	Type Type
 	// Family is the address family of hash:* sets (ignored for bitmap:port).
 	Family v1.IPFamily
-	// Comment is stored with the set ("comment" option) and shown by ipset list.
+	// Comment says what the set is for; the ipvs mode's iptables rules that
+	// match the set carry it (upstream's getComment). It is not stored in the
+	// kernel: upstream creates its sets without the "comment" option, and a
+	// set created with other options than an existing one of the same name
+	// would fail `create -exist`, so kproxy creates them exactly as upstream.
 	Comment string
 }
 
