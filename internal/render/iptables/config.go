@@ -99,27 +99,14 @@ func (c *Config) hasFamily(a netip.Addr) bool {
 func (c *Config) localhostNodePorts() bool { return c.LocalhostNodePorts && !c.isIPv6() }
 
 // masqueradeMark is the mark as iptables-save prints it ("0x4000").
-func (c *Config) masqueradeMark() string {
-	return fmt.Sprintf("%#x", uint32(1)<<uint(c.MasqueradeBit))
-}
+func (c *Config) masqueradeMark() string { return MasqueradeMark(c.MasqueradeBit) }
 
 func (c *Config) localDetectorImplemented() bool { return c.LocalDetector.Implemented() }
 
 // ifLocal adds to b the match of traffic from a local pod.
-func (c *Config) ifLocal(b *rule) { c.localMatch(b, false) }
+func (c *Config) ifLocal(b *Rule) { c.localMatch(b, false) }
 
 // ifNotLocal adds to b the match of traffic not from a local pod.
-func (c *Config) ifNotLocal(b *rule) { c.localMatch(b, true) }
+func (c *Config) ifNotLocal(b *Rule) { c.localMatch(b, true) }
 
-func (c *Config) localMatch(b *rule, negate bool) {
-	d := c.LocalDetector
-	switch d.Mode {
-	case model.DetectClusterCIDR, model.DetectNodeCIDR:
-		// The first CIDR only, as upstream (see model.LocalDetector).
-		b.source(d.CIDRs[0].Masked().String(), negate)
-	case model.DetectBridgeInterface:
-		b.inInterface(d.BridgeInterface, negate)
-	case model.DetectInterfaceNamePrefix:
-		b.inInterface(d.InterfaceNamePrefix+"+", negate)
-	}
-}
+func (c *Config) localMatch(b *Rule, negate bool) { b.MatchLocal(&c.LocalDetector, negate) }
