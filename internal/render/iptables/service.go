@@ -49,13 +49,7 @@ func (r *serviceRenderer) chain(name string, rules []*Rule) {
 }
 
 func (r *serviceRenderer) familyEndpoints(eps []*model.Endpoint) []*model.Endpoint {
-	out := make([]*model.Endpoint, 0, len(eps))
-	for _, ep := range eps {
-		if ep != nil && r.cfg.hasFamily(ep.IP) {
-			out = append(out, ep)
-		}
-	}
-	return out
+	return model.EndpointsInFamily(eps, r.cfg.Family)
 }
 
 func (r *serviceRenderer) familyAddrs(in []netip.Addr) []netip.Addr {

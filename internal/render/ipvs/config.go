@@ -78,12 +78,7 @@ func (c *Config) Validate() error {
 
 func (c *Config) isIPv6() bool { return c.Family == v1.IPv6Protocol }
 
-func (c *Config) hasFamily(a netip.Addr) bool {
-	if c.isIPv6() {
-		return a.Is6() && !a.Is4In6()
-	}
-	return a.Is4()
-}
+func (c *Config) hasFamily(a netip.Addr) bool { return model.InFamily(a, c.Family) }
 
 func (c *Config) scheduler() string {
 	if c.Scheduler == "" {

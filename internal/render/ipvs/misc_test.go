@@ -86,37 +86,13 @@ func TestRulesRestore(t *testing.T) {
 				}
 			}
 			for _, table := range ipt.Tables() {
-				got, want := ourChains(fake.Dump(iptables.Table(table))), st.DumpTable(table)
+				got, want := rendertest.KubeChains(fake.Dump(iptables.Table(table))), st.DumpTable(table)
 				if got != want {
 					t.Errorf("%s after restore:\n%s\nwant:\n%s", table, got, want)
 				}
 			}
 		})
 	}
-}
-
-// ourChains keeps the declarations and rules of the mode's chains from
-// iptables-save output, as State.Dump prints them.
-func ourChains(save string) string {
-	var out []string
-	for _, line := range strings.Split(save, "\n") {
-		switch {
-		case line == "", strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, ":"):
-			name, rest, _ := strings.Cut(line[1:], " ")
-			if strings.HasPrefix(rest, "-") {
-				out = append(out, ":"+name+" - [0:0]")
-			}
-		case strings.HasPrefix(line, "-A "):
-			chain, _, _ := strings.Cut(line[3:], " ")
-			if strings.HasPrefix(chain, "KUBE-") {
-				out = append(out, line)
-			}
-		default:
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "\n") + "\n"
 }
 
 func TestJumpRules(t *testing.T) {

@@ -256,22 +256,7 @@ func (r *serviceRenderer) nodePorts(reals []ipvs.RealServer) {
 }
 
 func (r *serviceRenderer) familyEndpoints(eps []*model.Endpoint) []*model.Endpoint {
-	for _, ep := range eps {
-		if ep == nil || !r.cfg.hasFamily(ep.IP) {
-			return r.filterFamily(eps)
-		}
-	}
-	return eps // the common case: nothing to drop, nothing to copy
-}
-
-func (r *serviceRenderer) filterFamily(eps []*model.Endpoint) []*model.Endpoint {
-	out := make([]*model.Endpoint, 0, len(eps))
-	for _, ep := range eps {
-		if ep != nil && r.cfg.hasFamily(ep.IP) {
-			out = append(out, ep)
-		}
-	}
-	return out
+	return model.EndpointsInFamily(eps, r.cfg.Family)
 }
 
 // realServers are the real servers of a virtual server whose traffic follows the
