@@ -57,7 +57,8 @@ func Assemble(cfg *Config, frags []*Fragment) *Desired {
 		}
 	}
 
-	d.Services = make([]Service, 0, nServices)
+	// Sorted through pointers into the fragments: a Service is large to swap.
+	services := make([]*Service, 0, nServices)
 	d.Addresses = make([]netip.Addr, 0, nBind)
 	entries := make([][]string, numSets)
 	for id := range numSets {
@@ -68,7 +69,9 @@ func Assemble(cfg *Config, frags []*Fragment) *Desired {
 		if f == nil {
 			continue
 		}
-		d.Services = append(d.Services, f.Services...)
+		for i := range f.Services {
+			services = append(services, &f.Services[i])
+		}
 		d.Addresses = append(d.Addresses, f.Bind...)
 		for _, e := range f.Entries {
 			entries[e.Set] = append(entries[e.Set], e.Entry)
@@ -76,10 +79,16 @@ func Assemble(cfg *Config, frags []*Fragment) *Desired {
 		blocked = append(blocked, f.NodeBlocked...)
 	}
 
-	slices.SortFunc(d.Services, func(a, b Service) int {
+	slices.SortFunc(services, func(a, b *Service) int {
 		return cmp.Or(CompareKeys(a.VS.Key(), b.VS.Key()), model.CompareServicePortNames(a.Port, b.Port))
 	})
-	d.Services = slices.CompactFunc(d.Services, func(a, b Service) bool { return a.VS.Key() == b.VS.Key() })
+	d.Services = make([]Service, 0, len(services))
+	for i, s := range services {
+		if i > 0 && s.VS.Key() == services[i-1].VS.Key() {
+			continue // claimed by a smaller name too
+		}
+		d.Services = append(d.Services, *s)
+	}
 	slices.SortFunc(d.Addresses, netip.Addr.Compare)
 	d.Addresses = slices.Compact(d.Addresses)
 	slices.SortFunc(blocked, CompareKeys)

@@ -162,3 +162,15 @@ func BenchmarkRender10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(d.Services)), "virtual-servers")
 }
+
+// BenchmarkAssemble10k is the incremental path's fixed cost: the fragments are
+// kept, only assembling runs.
+func BenchmarkAssemble10k(b *testing.B) {
+	cfg := testConfig(v1.IPv4Protocol)
+	frags := RenderServices(cfg, rendertest.ScaleViews(10000, 10))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		Assemble(cfg, frags)
+	}
+}

@@ -21,12 +21,14 @@ type renderCase struct {
 func renderCases() []renderCase {
 	v4, v6 := v1.IPv4Protocol, v1.IPv6Protocol
 	return []renderCase{
-		// The rules without Services (TestCreateAndLinkKubeChain's chains).
+		// The rules without Services (TestCreateAndLinkKubeChain's chains;
+		// TestDismissLocalhostRuleExist: the loopback RETURN first in KUBE-SERVICES).
 		{name: "empty ipv4", family: v4},
 		{name: "empty ipv6", family: v6},
 
 		// TestIPv4Proxier, TestAcceptIPVSTraffic: ClusterIP of each protocol,
-		// one local endpoint (KUBE-LOOP-BACK).
+		// one local endpoint (KUBE-LOOP-BACK); TestMultiPortServiceBindAddr: the
+		// ClusterIP of three ports is bound once.
 		{name: "clusterip protocols", family: v4, views: views(
 			view(svcPort("ns1", "svc1", "tcp", v1.ProtocolTCP, "10.20.30.41", 80), ep("10.180.0.1", 8080, false), ep("10.180.0.10", 8080, false)),
 			view(svcPort("ns1", "svc1", "udp", v1.ProtocolUDP, "10.20.30.41", 53), ep("10.180.0.1", 5353, false), ep("10.180.0.2", 5353, true)),
@@ -235,6 +237,8 @@ func renderCases() []renderCase {
 			sp.StickyMaxAgeSeconds = 60
 			return []*model.ServicePortView{view(sp, ep("10.180.0.1", 80, false), ep("10.180.0.2", 80, false))}
 		}},
+		{name: "scheduler sh", family: v4, config: func(c *Config) { c.Scheduler = "sh" },
+			views: views(view(svcPort("ns1", "svc1", "p80", v1.ProtocolUDP, "10.20.30.41", 80), ep("10.180.0.1", 80, false)))},
 		{name: "scheduler lc", family: v6, config: func(c *Config) { c.Scheduler = "lc" },
 			views: views(view(svcPort("ns1", "svc1", "p80", v1.ProtocolSCTP, "2020::1", 80), ep("1002:ab8::2:10", 80, false)))},
 	}

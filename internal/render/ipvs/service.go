@@ -281,7 +281,11 @@ func realServers(rt *model.Routing, local bool, clusterEps, localEps []*model.En
 		reals = append(reals, ipvs.RealServer{Address: ep.IP, Port: uint16(ep.Port), Weight: 1})
 	}
 	// Upstream's set of "ip:port" strings: no duplicates; sorted for a canonical form.
-	slices.SortFunc(reals, func(a, b ipvs.RealServer) int { return a.AddrPort().Compare(b.AddrPort()) })
+	// (The model sorts endpoints by their text, often the same order.)
+	byAddrPort := func(a, b ipvs.RealServer) int { return a.AddrPort().Compare(b.AddrPort()) }
+	if !slices.IsSortedFunc(reals, byAddrPort) {
+		slices.SortFunc(reals, byAddrPort)
+	}
 	return slices.CompactFunc(reals, func(a, b ipvs.RealServer) bool { return a.AddrPort() == b.AddrPort() })
 }
 
