@@ -1,6 +1,7 @@
 package ipvs
 
 import (
+	"bytes"
 	"cmp"
 	"net/netip"
 	"slices"
@@ -24,8 +25,8 @@ type Desired struct {
 	Sets []ipset.Contents
 	// Rules are the mode's chains in filter and nat, whole: upstream declares
 	// (flushes) and rewrites them at every sync with iptables-restore --noflush.
-	// ipt.NewState(&d.Rules, nil) and ipt.WriteFull write that input; the jumps
-	// from the built-in chains are JumpRules.
+	// WriteRules writes that input; the jumps from the built-in chains are
+	// JumpRules.
 	Rules ipt.Fragment
 }
 
@@ -117,6 +118,13 @@ func Assemble(cfg *Config, frags []*Fragment) *Desired {
 // CompareKeys orders virtual servers by address, protocol and port.
 func CompareKeys(a, b ipvs.Key) int {
 	return cmp.Or(a.Address.Compare(b.Address), strings.Compare(string(a.Protocol), string(b.Protocol)), cmp.Compare(a.Port, b.Port))
+}
+
+// WriteRules writes into buf the iptables-restore input (for --noflush) of
+// d.Rules, as upstream's sync writes it: both tables, every chain of the mode
+// declared (created or flushed) and rewritten whole. Other chains are untouched.
+func (d *Desired) WriteRules(buf *bytes.Buffer) ipt.Written {
+	return ipt.WriteFull(buf, ipt.NewState(&d.Rules, nil), nil)
 }
 
 // Set returns the contents of set id.

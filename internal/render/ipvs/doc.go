@@ -15,18 +15,20 @@
 //	Assemble(cfg, fragments) *Desired           merge fragments (Render = Assemble(RenderServices))
 //	JumpRules() []iptables.Jump                 jumps from the built-in chains (ensure, prepend)
 //	Sets(family) []ipset.Set, SetName(id, family), Chains(table)   names, for creation and --cleanup
+//	desired.WriteRules(buf) iptables.Written    iptables-restore --noflush input of Desired.Rules
 //	desired.Dump() string                       ipvsadm / ipset save / iptables-save text
 //
 // Typical sync: render the fragments of the ServicePorts that changed, keep the
 // others, Assemble, then make the kernel match: bind Desired.Addresses on
 // kube-ipvs0 (and unbind the others), create every set of Desired.Sets and make
-// its entries exactly these, add, update or delete virtual servers and real servers
-// (graceful termination is the proxier's), ensure JumpRules, and restore
-// Desired.Rules with iptables-restore --noflush (render/iptables' NewState and
-// WriteFull write it; every chain is declared, so flushed, and rewritten whole, as
-// upstream does). Desired.Rules change only when a set becomes empty or non-empty
-// or when the LB VIPs the node may not reach change, so the restore can be skipped
-// when they are Equal to the last ones applied.
+// its entries exactly these, add, update or delete virtual servers and real
+// servers (graceful termination is the proxier's), ensure the chains (Chains) and
+// then JumpRules, which need their targets, and restore Desired.Rules with
+// iptables-restore --noflush (WriteRules: every chain is declared, so flushed,
+// and rewritten whole, as upstream does at every sync). Desired.Rules change only
+// with the configuration, when a set becomes empty or non-empty, or when the LB
+// VIPs the node may not reach change: while they are Equal to the last ones
+// applied and the kernel still holds those, the restore can be skipped.
 //
 // # Behaviour
 //

@@ -74,7 +74,7 @@ func TestRulesRestore(t *testing.T) {
 			d := Render(cfg, rendertest.ScaleViews(20, 2))
 			st := ipt.NewState(&d.Rules, nil)
 			var buf bytes.Buffer
-			ipt.WriteFull(&buf, st, nil)
+			d.WriteRules(&buf)
 			fake := iptables.NewFake(family)
 			ctx := context.Background()
 			if err := fake.Restore(ctx, buf.Bytes()); err != nil {
