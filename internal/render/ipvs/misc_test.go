@@ -64,19 +64,17 @@ func TestSetNames(t *testing.T) {
 	}
 }
 
-// The jumps, and a full sync of the rules into the iptables Fake followed by
-// them: every target exists, and iptables-save gives back the rendered rules.
+// Every case's rules restored into the iptables Fake, then the jumps: every
+// target exists, and the Fake's iptables-save gives back the rendered rules.
 func TestRulesRestore(t *testing.T) {
-	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
-		t.Run(string(family), func(t *testing.T) {
-			cfg := testConfig(family)
-			// IPv4 views: the IPv6 renderer keeps only its base rules.
-			d := Render(cfg, rendertest.ScaleViews(20, 2))
-			st := ipt.NewState(&d.Rules, nil)
+	ctx := context.Background()
+	for _, tc := range renderCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, vs := tc.build(t)
+			d := Render(cfg, vs)
 			var buf bytes.Buffer
 			d.WriteRules(&buf)
-			fake := iptables.NewFake(family)
-			ctx := context.Background()
+			fake := iptables.NewFake(tc.family)
 			if err := fake.Restore(ctx, buf.Bytes()); err != nil {
 				t.Fatalf("restore: %v\n%s", err, buf.String())
 			}
@@ -85,6 +83,7 @@ func TestRulesRestore(t *testing.T) {
 					t.Fatalf("jump %v: %v", j, err)
 				}
 			}
+			st := ipt.NewState(&d.Rules, nil)
 			for _, table := range ipt.Tables() {
 				got, want := rendertest.KubeChains(fake.Dump(iptables.Table(table))), st.DumpTable(table)
 				if got != want {

@@ -244,20 +244,27 @@ func renderCases() []renderCase {
 	}
 }
 
+// build returns the case's valid configuration and its views.
+func (tc *renderCase) build(t testing.TB) (*Config, []*model.ServicePortView) {
+	t.Helper()
+	cfg := testConfig(tc.family)
+	if tc.config != nil {
+		tc.config(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("invalid test config: %v", err)
+	}
+	var vs []*model.ServicePortView
+	if tc.views != nil {
+		vs = tc.views()
+	}
+	return cfg, vs
+}
+
 func TestRender(t *testing.T) {
 	for _, tc := range renderCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(tc.family)
-			if tc.config != nil {
-				tc.config(cfg)
-			}
-			if err := cfg.Validate(); err != nil {
-				t.Fatalf("invalid test config: %v", err)
-			}
-			var vs []*model.ServicePortView
-			if tc.views != nil {
-				vs = tc.views()
-			}
+			cfg, vs := tc.build(t)
 			d := Render(cfg, vs)
 			checkGolden(t, goldenName(tc.name), d.Dump())
 		})
