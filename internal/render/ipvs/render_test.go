@@ -203,6 +203,20 @@ func renderCases() []renderCase {
 			}
 			return []*model.ServicePortView{view(cluster, eps()...), view(local, eps()...)}
 		}},
+		// Test_EndpointSliceOnlyReadyAndTerminatingLocal, exactly: the ClusterIP
+		// gets the ready remote endpoint, the externalIP (externalTrafficPolicy
+		// Local) the local serving terminating ones. Upstream's KUBE-LOOP-BACK also
+		// holds 10.0.1.3 (local, neither ready nor serving); the view has only the
+		// endpoints traffic may reach, so it holds two (see doc.go).
+		{name: "only terminating local endpoints", family: v4, views: func() []*model.ServicePortView {
+			sp := svcPort("ns1", "svc1", "", v1.ProtocolTCP, "172.20.1.1", 80)
+			sp.ExternalIPs = addrs("1.2.3.4")
+			sp.ExternalPolicyLocal = true
+			notServing := terminating(ep("10.0.1.3", 80, true))
+			notServing.Serving = false
+			return []*model.ServicePortView{view(sp, terminating(ep("10.0.1.1", 80, true)), terminating(ep("10.0.1.2", 80, true)),
+				notServing, terminating(ep("10.0.1.4", 80, false)), ep("10.0.1.5", 80, false))}
+		}},
 		// Test_EndpointSliceReadyAndTerminatingCluster: ready endpoints only.
 		{name: "ready and terminating endpoints", family: v4, views: views(
 			view(svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "10.20.30.41", 80),
