@@ -48,3 +48,34 @@ func familyOf(addr netip.Addr) v1.IPFamily {
 	}
 	return v1.IPv6Protocol
 }
+
+// InFamily reports whether a is an address of family as the renderers write it:
+// IPv4, or IPv6 that is not IPv4-mapped (which no ruleset of either family
+// matches as written).
+func InFamily(a netip.Addr, family v1.IPFamily) bool {
+	if family == v1.IPv6Protocol {
+		return a.Is6() && !a.Is4In6()
+	}
+	return a.Is4()
+}
+
+// EndpointsInFamily returns the endpoints of eps whose address is of family
+// (InFamily), without nil ones: eps itself when that is all of them (the common
+// case, no copy; views' lists are read-only), else a new slice.
+func EndpointsInFamily(eps []*Endpoint, family v1.IPFamily) []*Endpoint {
+	i := 0
+	for i < len(eps) && eps[i] != nil && InFamily(eps[i].IP, family) {
+		i++
+	}
+	if i == len(eps) {
+		return eps
+	}
+	out := make([]*Endpoint, i, len(eps))
+	copy(out, eps[:i])
+	for _, ep := range eps[i+1:] {
+		if ep != nil && InFamily(ep.IP, family) {
+			out = append(out, ep)
+		}
+	}
+	return out
+}

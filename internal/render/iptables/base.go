@@ -5,7 +5,7 @@ package iptables
 // rules: Services' entries come before them (see Fragment). cfg must be valid.
 func RenderBase(cfg *Config) Fragment {
 	var f Fragment
-	chain := func(table Table, name string, rules ...*rule) {
+	chain := func(table Table, name string, rules ...*Rule) {
 		c := Chain{Table: table, Name: name, Rules: make([]string, len(rules))}
 		for i, r := range rules {
 			c.Rules[i] = r.String()
@@ -20,21 +20,21 @@ func RenderBase(cfg *Config) Fragment {
 	chain(TableFilter, ChainExternalServices)
 	chain(TableFilter, ChainNodePorts)
 	chain(TableFilter, ChainProxyFirewall)
-	var forward []*rule
+	var forward []*Rule
 	if !cfg.TCPBeLiberal {
 		// Packets conntrack deems INVALID would otherwise reach endpoints
 		// un-DNATed and reset connections (kubernetes#74839, #117924).
-		r := newRule().match("conntrack", "--ctstate", "INVALID")
+		r := NewRule().Match("conntrack", "--ctstate", "INVALID")
 		if cfg.CountInvalidDrops {
-			r.match("nfacct", "--nfacct-name", nfacctInvalidDropped)
+			r.Match("nfacct", "--nfacct-name", nfacctInvalidDropped)
 		}
-		forward = append(forward, r.jump("DROP"))
+		forward = append(forward, r.Jump("DROP"))
 	}
 	forward = append(forward,
 		// Forward what was marked for masquerading (NodePort traffic) even when the
 		// FORWARD policy is not ACCEPT, and the rest of those connections.
-		newRule().comment("kubernetes forwarding rules").match("mark", "--mark", markMask).jump("ACCEPT"),
-		newRule().comment("kubernetes forwarding conntrack rule").match("conntrack", "--ctstate", "RELATED,ESTABLISHED").jump("ACCEPT"),
+		NewRule().Comment("kubernetes forwarding rules").Match("mark", "--mark", markMask).Jump("ACCEPT"),
+		NewRule().Comment("kubernetes forwarding conntrack rule").Match("conntrack", "--ctstate", "RELATED,ESTABLISHED").Jump("ACCEPT"),
 	)
 	chain(TableFilter, ChainForward, forward...)
 	if cfg.localhostNodePorts() {
@@ -42,22 +42,22 @@ func RenderBase(cfg *Config) Fragment {
 		// (kubernetes#90259): drop those that are not replies or DNATed NodePort
 		// traffic. kubelet writes the same rule.
 		chain(TableFilter, ChainKubeletFirewall,
-			newRule().source("127.0.0.0/8", true).dest("127.0.0.0/8", false).
-				comment("block incoming localnet connections").
-				match("conntrack", "!", "--ctstate", "RELATED,ESTABLISHED,DNAT").jump("DROP"))
+			NewRule().Source("127.0.0.0/8", true).Dest("127.0.0.0/8", false).
+				Comment("block incoming localnet connections").
+				Match("conntrack", "!", "--ctstate", "RELATED,ESTABLISHED,DNAT").Jump("DROP"))
 	}
 
 	// nat
 	chain(TableNAT, ChainServices, nodePortJumps(cfg)...)
 	chain(TableNAT, ChainNodePorts)
 	chain(TableNAT, ChainPostrouting,
-		newRule().match("mark", "!", "--mark", markMask).jump("RETURN"),
+		NewRule().Match("mark", "!", "--mark", markMask).Jump("RETURN"),
 		// Clear the mark so the packet is not masqueraded again if it re-traverses
 		// the stack.
-		newRule().jump("MARK", "--set-xmark", mark+"/0x0"),
-		newRule().comment("kubernetes service traffic requiring SNAT").jump("MASQUERADE", "--random-fully"),
+		NewRule().Jump("MARK", "--set-xmark", mark+"/0x0"),
+		NewRule().Comment("kubernetes service traffic requiring SNAT").Jump("MASQUERADE", "--random-fully"),
 	)
-	chain(TableNAT, ChainMarkMasq, newRule().jump("MARK", "--set-xmark", markMask))
+	chain(TableNAT, ChainMarkMasq, NewRule().Jump("MARK", "--set-xmark", markMask))
 	sortChains(f.Chains)
 	return f
 }
@@ -66,24 +66,24 @@ const nodePortsComment = "kubernetes service nodeports; NOTE: this must be the l
 
 // nodePortJumps are the last rules of nat KUBE-SERVICES: to KUBE-NODEPORTS for
 // traffic to the addresses serving NodePorts.
-func nodePortJumps(cfg *Config) []*rule {
+func nodePortJumps(cfg *Config) []*Rule {
 	if cfg.NodePortAddresses.All {
-		r := newRule()
+		r := NewRule()
 		// Localhost NodePorts never work on IPv6, and on IPv4 only with
 		// route_localnet.
 		if cfg.isIPv6() {
-			r.dest("::1/128", true)
+			r.Dest("::1/128", true)
 		} else if !cfg.localhostNodePorts() {
-			r.dest("127.0.0.0/8", true)
+			r.Dest("127.0.0.0/8", true)
 		}
-		return []*rule{r.comment(nodePortsComment).match("addrtype", "--dst-type", "LOCAL").jump(ChainNodePorts)}
+		return []*Rule{r.Comment(nodePortsComment).Match("addrtype", "--dst-type", "LOCAL").Jump(ChainNodePorts)}
 	}
-	var out []*rule
+	var out []*Rule
 	for _, ip := range cfg.NodePortAddresses.IPs {
 		if !cfg.hasFamily(ip) || ip.IsLoopback() && !cfg.localhostNodePorts() {
 			continue
 		}
-		out = append(out, newRule().dest(hostPrefix(ip), false).comment(nodePortsComment).jump(ChainNodePorts))
+		out = append(out, NewRule().Dest(HostPrefix(ip), false).Comment(nodePortsComment).Jump(ChainNodePorts))
 	}
 	return out
 }

@@ -88,38 +88,20 @@ func (c *Config) Validate() error {
 
 func (c *Config) isIPv6() bool { return c.Family == v1.IPv6Protocol }
 
-func (c *Config) hasFamily(a netip.Addr) bool {
-	if c.isIPv6() {
-		return a.Is6() && !a.Is4In6()
-	}
-	return a.Is4()
-}
+func (c *Config) hasFamily(a netip.Addr) bool { return model.InFamily(a, c.Family) }
 
 // localhostNodePorts reports whether NodePorts are served on 127.0.0.0/8.
 func (c *Config) localhostNodePorts() bool { return c.LocalhostNodePorts && !c.isIPv6() }
 
 // masqueradeMark is the mark as iptables-save prints it ("0x4000").
-func (c *Config) masqueradeMark() string {
-	return fmt.Sprintf("%#x", uint32(1)<<uint(c.MasqueradeBit))
-}
+func (c *Config) masqueradeMark() string { return MasqueradeMark(c.MasqueradeBit) }
 
 func (c *Config) localDetectorImplemented() bool { return c.LocalDetector.Implemented() }
 
 // ifLocal adds to b the match of traffic from a local pod.
-func (c *Config) ifLocal(b *rule) { c.localMatch(b, false) }
+func (c *Config) ifLocal(b *Rule) { c.localMatch(b, false) }
 
 // ifNotLocal adds to b the match of traffic not from a local pod.
-func (c *Config) ifNotLocal(b *rule) { c.localMatch(b, true) }
+func (c *Config) ifNotLocal(b *Rule) { c.localMatch(b, true) }
 
-func (c *Config) localMatch(b *rule, negate bool) {
-	d := c.LocalDetector
-	switch d.Mode {
-	case model.DetectClusterCIDR, model.DetectNodeCIDR:
-		// The first CIDR only, as upstream (see model.LocalDetector).
-		b.source(d.CIDRs[0].Masked().String(), negate)
-	case model.DetectBridgeInterface:
-		b.inInterface(d.BridgeInterface, negate)
-	case model.DetectInterfaceNamePrefix:
-		b.inInterface(d.InterfaceNamePrefix+"+", negate)
-	}
-}
+func (c *Config) localMatch(b *Rule, negate bool) { b.MatchLocal(&c.LocalDetector, negate) }

@@ -74,29 +74,8 @@ func programFull(t testing.TB, cfg *Config, views ...*model.ServicePortView) (*i
 }
 
 // ourRules keeps, from iptables-save output of one table, the declarations and
-// rules of kproxy's chains (built-in chains and counters left out), as State.Dump
-// prints them.
-func ourRules(save string) string {
-	var out []string
-	for _, line := range strings.Split(save, "\n") {
-		switch {
-		case line == "", strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, ":"):
-			name, rest, _ := strings.Cut(line[1:], " ")
-			if strings.HasPrefix(rest, "-") && strings.HasPrefix(name, "KUBE-") && name != ChainCanary {
-				out = append(out, ":"+name+" - [0:0]")
-			}
-		case strings.HasPrefix(line, "-A "):
-			chain, _, _ := strings.Cut(line[3:], " ")
-			if strings.HasPrefix(chain, "KUBE-") {
-				out = append(out, line)
-			}
-		default:
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "\n") + "\n"
-}
+// rules of kproxy's chains (the canary's left out), as State.Dump prints them.
+func ourRules(save string) string { return rendertest.KubeChains(save, ChainCanary) }
 
 // fakeDump is the Fake's content limited to kproxy's chains, in State.Dump form.
 func fakeDump(fake *iptables.Fake) string {

@@ -5,10 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,78 +13,36 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kproxy/kproxy/internal/model"
-	"github.com/kproxy/kproxy/internal/testing/roottest"
+	"github.com/kproxy/kproxy/internal/render/rendertest"
 )
 
 // The kernel tests load the rendered restore inputs with the real iptables-restore
 // of each backend (nft and legacy) inside network namespaces they create and delete
-// (named kpl-PID-iptr-N), so the machine's own rules are never touched, and check
-// that iptables-save prints back exactly what the State says.
-
-var netnsSeq atomic.Int32
+// (rendertest.Netns), so the machine's own rules are never touched, and check that
+// iptables-save prints back exactly what the State says.
 
 type backend string
 
 // kernelBackends returns the iptables backends usable here for family, or skips.
 func kernelBackends(t testing.TB, family v1.IPFamily) []backend {
 	t.Helper()
-	roottest.Require(t, "loads rules with iptables-restore in private network namespaces", "ip")
 	var out []backend
-	for _, b := range []backend{"nft", "legacy"} {
-		if _, err := exec.LookPath(binary(b, family, "-restore")); err != nil {
-			continue
-		}
-		ns := newNetns(t)
-		// The legacy backend needs the x_tables modules of the family.
-		if _, err := run(ns, nil, binary(b, family, "-save"), "-t", "nat"); err != nil {
-			t.Logf("skipping backend %s: %v", b, err)
-			continue
-		}
-		out = append(out, b)
-	}
-	if len(out) == 0 {
-		t.Skip("no usable iptables backend")
+	for _, b := range rendertest.IptablesBackends(t, family) {
+		out = append(out, backend(b))
 	}
 	return out
 }
 
 func binary(b backend, family v1.IPFamily, tool string) string {
-	name := "iptables"
-	if family == v1.IPv6Protocol {
-		name = "ip6tables"
-	}
-	return name + "-" + string(b) + tool
+	return rendertest.IptablesBinary(string(b), family, tool)
 }
 
-// newNetns creates a network namespace removed at the end of the test.
-func newNetns(t testing.TB) string {
-	t.Helper()
-	// The owner's PID comes first, as in the lab's names (test/lab): a lab started
-	// meanwhile removes the kpl- namespaces whose owner it cannot find alive.
-	name := fmt.Sprintf("kpl-%d-iptr-%d", os.Getpid(), netnsSeq.Add(1))
-	if out, err := exec.CommandContext(context.Background(), "ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
-	}
-	t.Cleanup(func() {
-		out, err := exec.CommandContext(context.Background(), "ip", "netns", "del", name).CombinedOutput()
-		if err != nil && !strings.Contains(string(out), "No such file") {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	return name
-}
+func newNetns(t testing.TB) string { return rendertest.Netns(t, "iptr") }
 
-func run(ns string, stdin []byte, args ...string) (string, error) {
-	cmd := exec.CommandContext(context.Background(), "ip", append([]string{"netns", "exec", ns}, args...)...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
-}
+var (
+	run      = rendertest.RunIn
+	numbered = rendertest.Numbered
+)
 
 type kernel struct {
 	t       testing.TB
@@ -119,14 +74,6 @@ func (k *kernel) save(table Table) string {
 // ours is what the kernel holds of kproxy's chains, in State.Dump form.
 func (k *kernel) ours() string {
 	return ourRules(k.save(TableFilter)) + ourRules(k.save(TableNAT))
-}
-
-func numbered(s string) string {
-	lines := strings.Split(s, "\n")
-	for i := range lines {
-		lines[i] = fmt.Sprintf("%4d %s", i+1, lines[i])
-	}
-	return strings.Join(lines, "\n")
 }
 
 // TestKernelGoldenRulesets restores every expected full-sync input, twice (a full

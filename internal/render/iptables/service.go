@@ -36,11 +36,11 @@ type serviceRenderer struct {
 	f     Fragment
 }
 
-func (r *serviceRenderer) entry(table Table, chain string, rl *rule) {
+func (r *serviceRenderer) entry(table Table, chain string, rl *Rule) {
 	r.f.Entries = append(r.f.Entries, Entry{Table: table, Chain: chain, Rule: rl.String()})
 }
 
-func (r *serviceRenderer) chain(name string, rules []*rule) {
+func (r *serviceRenderer) chain(name string, rules []*Rule) {
 	c := Chain{Table: TableNAT, Name: name, Rules: make([]string, len(rules))}
 	for i, rl := range rules {
 		c.Rules[i] = rl.String()
@@ -49,13 +49,7 @@ func (r *serviceRenderer) chain(name string, rules []*rule) {
 }
 
 func (r *serviceRenderer) familyEndpoints(eps []*model.Endpoint) []*model.Endpoint {
-	out := make([]*model.Endpoint, 0, len(eps))
-	for _, ep := range eps {
-		if ep != nil && r.cfg.hasFamily(ep.IP) {
-			out = append(out, ep)
-		}
-	}
-	return out
+	return model.EndpointsInFamily(eps, r.cfg.Family)
 }
 
 func (r *serviceRenderer) familyAddrs(in []netip.Addr) []netip.Addr {
@@ -70,12 +64,12 @@ func (r *serviceRenderer) familyAddrs(in []netip.Addr) []netip.Addr {
 
 // portRule starts a rule matching proto and port to ip, with a comment, as upstream's
 // "-m comment --comment C -m PROTO -p PROTO -d IP --dport PORT".
-func (r *serviceRenderer) portRule(comment string, ip netip.Addr, port int32) *rule {
-	rl := newRule().comment(comment)
+func (r *serviceRenderer) portRule(comment string, ip netip.Addr, port int32) *Rule {
+	rl := NewRule().Comment(comment)
 	if ip.IsValid() {
-		rl.dest(hostPrefix(ip), false)
+		rl.Dest(HostPrefix(ip), false)
 	}
-	return rl.dport(r.names.protocol, port)
+	return rl.DPort(r.names.protocol, port)
 }
 
 func (r *serviceRenderer) render() {
@@ -122,20 +116,20 @@ func (r *serviceRenderer) render() {
 			externalTarget, externalComment = "DROP", n.port+" has no local endpoints"
 		}
 	}
-	reject := func(rl *rule, target string) *rule {
+	reject := func(rl *Rule, target string) *Rule {
 		if target == "REJECT" {
 			// iptables-save prints the default ICMP type explicitly.
 			if cfg.isIPv6() {
-				return rl.jump("REJECT", "--reject-with", "icmp6-port-unreachable")
+				return rl.Jump("REJECT", "--reject-with", "icmp6-port-unreachable")
 			}
-			return rl.jump("REJECT", "--reject-with", "icmp-port-unreachable")
+			return rl.Jump("REJECT", "--reject-with", "icmp-port-unreachable")
 		}
-		return rl.jump(target)
+		return rl.Jump(target)
 	}
 
 	// ClusterIP.
 	if hasInternal {
-		r.entry(TableNAT, ChainServices, r.portRule(n.port+" cluster IP", sp.ClusterIP, sp.Port).jump(internalChain))
+		r.entry(TableNAT, ChainServices, r.portRule(n.port+" cluster IP", sp.ClusterIP, sp.Port).Jump(internalChain))
 	} else {
 		r.entry(TableFilter, ChainServices, reject(r.portRule(internalComment, sp.ClusterIP, sp.Port), internalTarget))
 	}
@@ -143,7 +137,7 @@ func (r *serviceRenderer) render() {
 	// External IPs.
 	for _, ip := range externalIPs {
 		if hasEndpoints {
-			r.entry(TableNAT, ChainServices, r.portRule(n.port+" external IP", ip, sp.Port).jump(n.external))
+			r.entry(TableNAT, ChainServices, r.portRule(n.port+" external IP", ip, sp.Port).Jump(n.external))
 		}
 		if !hasExternal {
 			r.entry(TableFilter, ChainExternalServices, reject(r.portRule(externalComment, ip, sp.Port), externalTarget))
@@ -153,11 +147,11 @@ func (r *serviceRenderer) render() {
 	// Load balancer VIPs.
 	for _, ip := range lbVIPs {
 		if hasEndpoints {
-			r.entry(TableNAT, ChainServices, r.portRule(n.port+" loadbalancer IP", ip, sp.Port).jump(lbChain))
+			r.entry(TableNAT, ChainServices, r.portRule(n.port+" loadbalancer IP", ip, sp.Port).Jump(lbChain))
 		}
 		if usesFWChain {
 			r.entry(TableFilter, ChainProxyFirewall,
-				r.portRule(n.port+" traffic not accepted by "+n.firewall, ip, sp.Port).jump("DROP"))
+				r.portRule(n.port+" traffic not accepted by "+n.firewall, ip, sp.Port).Jump("DROP"))
 		}
 	}
 	if !hasExternal {
@@ -170,26 +164,26 @@ func (r *serviceRenderer) render() {
 	if sp.NodePort != 0 {
 		if hasEndpoints {
 			if cfg.localhostNodePorts() && cfg.CountLocalhostNodePorts {
-				r.entry(TableNAT, ChainNodePorts, newRule().dest("127.0.0.0/8", false).comment(n.port).
-					dport(n.protocol, sp.NodePort).match("nfacct", "--nfacct-name", nfacctLocalhostAccepted).jump(n.external))
+				r.entry(TableNAT, ChainNodePorts, NewRule().Dest("127.0.0.0/8", false).Comment(n.port).
+					DPort(n.protocol, sp.NodePort).Match("nfacct", "--nfacct-name", nfacctLocalhostAccepted).Jump(n.external))
 			}
-			r.entry(TableNAT, ChainNodePorts, r.portRule(n.port, netip.Addr{}, sp.NodePort).jump(n.external))
+			r.entry(TableNAT, ChainNodePorts, r.portRule(n.port, netip.Addr{}, sp.NodePort).Jump(n.external))
 		}
 		if !hasExternal {
-			rl := newRule().comment(externalComment).match("addrtype", "--dst-type", "LOCAL").dport(n.protocol, sp.NodePort)
+			rl := NewRule().Comment(externalComment).Match("addrtype", "--dst-type", "LOCAL").DPort(n.protocol, sp.NodePort)
 			r.entry(TableFilter, ChainExternalServices, reject(rl, externalTarget))
 		}
 	}
 
 	// Health check node port: accepted whether or not there are local endpoints.
 	if sp.HealthCheckNodePort != 0 {
-		r.entry(TableFilter, ChainNodePorts, newRule().comment(n.port+" health check node port").
-			dport("tcp", sp.HealthCheckNodePort).jump("ACCEPT"))
+		r.entry(TableFilter, ChainNodePorts, NewRule().Comment(n.port+" health check node port").
+			DPort("tcp", sp.HealthCheckNodePort).Jump("ACCEPT"))
 	}
 
 	// Chains. The masquerade rule of internal traffic goes first in the internal
 	// policy chain.
-	var internalMasq *rule
+	var internalMasq *Rule
 	if hasInternal && (cfg.MasqueradeAll || cfg.localDetectorImplemented()) {
 		// Off-cluster clients may route the service range to any node, which may
 		// then forward to an endpoint elsewhere: masquerade so replies come back.
@@ -197,7 +191,7 @@ func (r *serviceRenderer) render() {
 		if !cfg.MasqueradeAll {
 			cfg.ifNotLocal(internalMasq)
 		}
-		internalMasq.jump(ChainMarkMasq)
+		internalMasq.Jump(ChainMarkMasq)
 	}
 	if usesExternalChain {
 		r.chain(n.external, r.externalChain(&rt, externalPolicyChain))
@@ -206,14 +200,14 @@ func (r *serviceRenderer) render() {
 		r.chain(n.firewall, r.firewallChain(lbVIPs, sourceRanges))
 	}
 	if usesClusterChain {
-		var head []*rule
+		var head []*Rule
 		if internalChain == n.clusterPolicy {
 			head = append(head, internalMasq)
 		}
 		r.chain(n.clusterPolicy, r.policyChain(head, clusterEps))
 	}
 	if usesLocalChain {
-		var head []*rule
+		var head []*Rule
 		if internalChain == n.localPolicy {
 			head = append(head, internalMasq)
 		}
@@ -233,31 +227,31 @@ func (r *serviceRenderer) render() {
 // externalChain handles traffic to NodePorts, external IPs and LB VIPs before the
 // policy chain: masquerade for Cluster policy; for Local policy, short-circuit
 // traffic from local pods and from the node itself to the Cluster policy chain.
-func (r *serviceRenderer) externalChain(rt *model.Routing, externalPolicyChain string) []*rule {
+func (r *serviceRenderer) externalChain(rt *model.Routing, externalPolicyChain string) []*Rule {
 	cfg, n := r.cfg, &r.names
-	var rules []*rule
+	var rules []*Rule
 	if rt.MasqueradeExternal {
 		// Endpoints may be on other nodes: masquerade so replies come back here.
-		rules = append(rules, newRule().comment("masquerade traffic for "+n.port+" external destinations").jump(ChainMarkMasq))
+		rules = append(rules, NewRule().Comment("masquerade traffic for "+n.port+" external destinations").Jump(ChainMarkMasq))
 	} else if rt.ShortCircuitLocal {
 		if cfg.localDetectorImplemented() {
 			// Pod -> external destination traffic skips the traffic policy, as if
 			// it went out to the load balancer and came back.
-			rl := newRule()
+			rl := NewRule()
 			cfg.ifLocal(rl)
-			rules = append(rules, rl.comment("pod traffic for "+n.port+" external destinations").jump(n.clusterPolicy))
+			rules = append(rules, rl.Comment("pod traffic for "+n.port+" external destinations").Jump(n.clusterPolicy))
 		}
 		// Node-originated traffic picks a local (often the VIP) source address, so
 		// it must be masqueraded, and it also bypasses the traffic policy.
 		rules = append(rules,
-			newRule().comment("masquerade LOCAL traffic for "+n.port+" external destinations").
-				match("addrtype", "--src-type", "LOCAL").jump(ChainMarkMasq),
-			newRule().comment("route LOCAL traffic for "+n.port+" external destinations").
-				match("addrtype", "--src-type", "LOCAL").jump(n.clusterPolicy),
+			NewRule().Comment("masquerade LOCAL traffic for "+n.port+" external destinations").
+				Match("addrtype", "--src-type", "LOCAL").Jump(ChainMarkMasq),
+			NewRule().Comment("route LOCAL traffic for "+n.port+" external destinations").
+				Match("addrtype", "--src-type", "LOCAL").Jump(n.clusterPolicy),
 		)
 	}
 	if rt.ExternalServed {
-		rules = append(rules, newRule().jump(externalPolicyChain))
+		rules = append(rules, NewRule().Jump(externalPolicyChain))
 	}
 	return rules
 }
@@ -267,78 +261,78 @@ func (r *serviceRenderer) externalChain(rt *model.Routing, externalPolicyChain s
 // the filter table. When a range holds the node's IP, the VIPs are allowed as
 // sources too: a VIP configured as a local address makes the node's own traffic to
 // it carry the VIP as source.
-func (r *serviceRenderer) firewallChain(lbVIPs []netip.Addr, ranges []netip.Prefix) []*rule {
+func (r *serviceRenderer) firewallChain(lbVIPs []netip.Addr, ranges []netip.Prefix) []*Rule {
 	n := &r.names
 	comment := n.port + " loadbalancer IP"
-	var rules []*rule
+	var rules []*Rule
 	allowFromNode := false
 	for _, p := range ranges {
-		rules = append(rules, newRule().source(p.String(), false).comment(comment).jump(n.external))
+		rules = append(rules, NewRule().Source(p.String(), false).Comment(comment).Jump(n.external))
 		if r.cfg.NodeIP.IsValid() && p.Contains(r.cfg.NodeIP) {
 			allowFromNode = true
 		}
 	}
 	if allowFromNode {
 		for _, ip := range lbVIPs {
-			rules = append(rules, newRule().source(hostPrefix(ip), false).comment(comment).jump(n.external))
+			rules = append(rules, NewRule().Source(HostPrefix(ip), false).Comment(comment).Jump(n.external))
 		}
 	}
 	// A rule without target: it only documents where the rest of the traffic goes.
-	return append(rules, newRule().comment("other traffic to "+n.port+" will be dropped by KUBE-PROXY-FIREWALL"))
+	return append(rules, NewRule().Comment("other traffic to "+n.port+" will be dropped by KUBE-PROXY-FIREWALL"))
 }
 
 // policyChain selects an endpoint chain at random, upstream's
 // writeServiceToEndpointRules: with session affinity, a client seen recently by an
 // endpoint goes back to it; otherwise rule i matches with probability 1/(N-i), the
 // last one always. head rules come first (the internal masquerade rule).
-func (r *serviceRenderer) policyChain(head []*rule, eps []*model.Endpoint) []*rule {
+func (r *serviceRenderer) policyChain(head []*Rule, eps []*model.Endpoint) []*Rule {
 	n := &r.names
-	rules := make([]*rule, 0, len(head)+2*len(eps))
+	rules := make([]*Rule, 0, len(head)+2*len(eps))
 	for _, h := range head {
 		if h != nil {
 			rules = append(rules, h)
 		}
 	}
-	comment := func(rl *rule, ep *model.Endpoint) *rule {
+	comment := func(rl *Rule, ep *model.Endpoint) *Rule {
 		if !r.cfg.LargeCluster {
-			rl.comment(n.port + " -> " + ep.String())
+			rl.Comment(n.port + " -> " + ep.String())
 		}
 		return rl
 	}
 	if r.sp.SessionAffinity() {
 		for _, ep := range eps {
 			chain := n.endpointChain(ep)
-			rules = append(rules, comment(newRule(), ep).
-				match("recent", "--rcheck", "--seconds", strconv.Itoa(int(r.sp.StickyMaxAgeSeconds)), "--reap",
+			rules = append(rules, comment(NewRule(), ep).
+				Match("recent", "--rcheck", "--seconds", strconv.Itoa(int(r.sp.StickyMaxAgeSeconds)), "--reap",
 					"--name", chain, "--mask", r.recentMask(), "--rsource").
-				jump(chain))
+				Jump(chain))
 		}
 	}
 	for i, ep := range eps {
-		rl := comment(newRule(), ep)
+		rl := comment(NewRule(), ep)
 		if i < len(eps)-1 {
-			rl.match("statistic", "--mode", "random", "--probability", probability(len(eps)-i))
+			rl.Match("statistic", "--mode", "random", "--probability", probability(len(eps)-i))
 		}
-		rules = append(rules, rl.jump(n.endpointChain(ep)))
+		rules = append(rules, rl.Jump(n.endpointChain(ep)))
 	}
 	return rules
 }
 
 // endpointChain masquerades hairpin traffic (an endpoint reaching itself through the
 // Service) and DNATs to the endpoint, recording the client for session affinity.
-func (r *serviceRenderer) endpointChain(ep *model.Endpoint, chain string) []*rule {
+func (r *serviceRenderer) endpointChain(ep *model.Endpoint, chain string) []*Rule {
 	n := &r.names
-	masq := newRule().source(hostPrefix(ep.IP), false)
-	dnat := newRule().protocol(n.protocol)
+	masq := NewRule().Source(HostPrefix(ep.IP), false)
+	dnat := NewRule().Protocol(n.protocol)
 	if !r.cfg.LargeCluster {
-		masq.comment(n.port)
-		dnat.comment(n.port)
+		masq.Comment(n.port)
+		dnat.Comment(n.port)
 	}
 	if r.sp.SessionAffinity() {
-		dnat.match("recent", "--set", "--name", chain, "--mask", r.recentMask(), "--rsource")
+		dnat.Match("recent", "--set", "--name", chain, "--mask", r.recentMask(), "--rsource")
 	}
-	dnat.match(n.protocol).jump("DNAT", "--to-destination", ep.String())
-	return []*rule{masq.jump(ChainMarkMasq), dnat}
+	dnat.Match(n.protocol).Jump("DNAT", "--to-destination", ep.String())
+	return []*Rule{masq.Jump(ChainMarkMasq), dnat}
 }
 
 // recentMask is the default "-m recent --mask" that iptables-save prints.

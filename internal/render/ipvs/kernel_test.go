@@ -1,0 +1,87 @@
+package ipvs
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/ipset"
+	ipt "github.com/kproxy/kproxy/internal/render/iptables"
+	"github.com/kproxy/kproxy/internal/render/rendertest"
+)
+
+// TestKernelRules restores every case's rules with the real iptables-restore of
+// each backend, in a private network namespace where the sets exist (created
+// with the ipset tool, as the rules need them), ensures the jumps, and checks that
+// iptables-save prints back exactly the rendered rules. A kernel without IPVS
+// refuses "-m ipvs" (KUBE-IPVS-OUT-FILTER): those cases are skipped there.
+func TestKernelRules(t *testing.T) {
+	backends := map[v1.IPFamily][]string{
+		v1.IPv4Protocol: rendertest.IptablesBackends(t, v1.IPv4Protocol),
+		v1.IPv6Protocol: rendertest.IptablesBackends(t, v1.IPv6Protocol),
+	}
+	if _, err := exec.LookPath("ipset"); err != nil {
+		t.Skipf("needs the ipset binary: %v", err)
+	}
+	for _, tc := range renderCases() {
+		cfg, vs := tc.build(t)
+		d := Render(cfg, vs)
+		for _, b := range backends[tc.family] {
+			t.Run(b+"/"+tc.name, func(t *testing.T) {
+				ns := rendertest.Netns(t, "ipvsr")
+				for i := range d.Sets {
+					createSet(t, ns, &d.Sets[i].Set)
+				}
+				var buf bytes.Buffer
+				d.WriteRules(&buf)
+				restoreInput := buf.String()
+				if out, err := rendertest.RunIn(ns, []byte(restoreInput), rendertest.IptablesBinary(b, tc.family, "-restore"),
+					"-w", "5", "--noflush", "--counters"); err != nil {
+					if strings.Contains(restoreInput, "-m ipvs") {
+						t.Skipf("this kernel refuses -m ipvs (no IPVS): %s", out)
+					}
+					t.Fatalf("kernel refused the input: %v\n%s", err, rendertest.Numbered(restoreInput))
+				}
+				for _, j := range JumpRules() {
+					args := append([]string{rendertest.IptablesBinary(b, tc.family, ""), "-w", "5", "-t", string(j.Table), "-I", j.Chain, "1"}, j.Args...)
+					if _, err := rendertest.RunIn(ns, nil, args...); err != nil {
+						t.Fatalf("jump: %v", err)
+					}
+				}
+				st := ipt.NewState(&d.Rules, nil)
+				for _, table := range ipt.Tables() {
+					save, err := rendertest.RunIn(ns, nil, rendertest.IptablesBinary(b, tc.family, "-save"), "-t", string(table))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(st.DumpTable(table), rendertest.KubeChains(save)); diff != "" {
+						t.Errorf("iptables-save of %s differs from the rendered rules (-rendered +kernel):\n%s", table, diff)
+					}
+				}
+			})
+		}
+	}
+}
+
+// createSet creates s in ns as upstream's ipset util does (bitmap:port over every
+// port, hash types with their family).
+func createSet(t *testing.T, ns string, s *ipset.Set) {
+	t.Helper()
+	args := []string{"ipset", "create", s.Name, string(s.Type)}
+	if s.Type == ipset.BitmapPort {
+		args = append(args, "range", "0-65535")
+	} else {
+		family := "inet"
+		if s.Family == v1.IPv6Protocol {
+			family = "inet6"
+		}
+		args = append(args, "family", family)
+	}
+	if _, err := rendertest.RunIn(ns, nil, args...); err != nil {
+		t.Fatal(err)
+	}
+}
