@@ -85,6 +85,8 @@ type Interface interface {
 	// server with vs.Key().
 	UpdateVirtualServer(vs VirtualServer) error
 	DeleteVirtualServer(k Key) error
+	// RealServers lists k's real servers; none when k does not exist (the
+	// kernel's answer too).
 	RealServers(k Key) ([]RealServer, error)
 	AddRealServer(k Key, rs RealServer) error
 	// UpdateRealServer changes rs's weight.
