@@ -196,7 +196,6 @@ func TestCommandErrors(t *testing.T) {
 		{"negative sync period", []string{"--iptables-sync-period=-1s"}, `KubeProxyConfiguration.SyncPeriod: Invalid value: "-1s": must be greater than 0`},
 		{"min > sync", []string{"--iptables-sync-period=1s", "--iptables-min-sync-period=2s"}, `KubeProxyConfiguration.SyncPeriod: Invalid value: "2s": must be greater than or equal to KubeProxyConfiguration.MinSyncPeriod`},
 		{"bad mode", []string{"--proxy-mode=userspace"}, `KubeProxyConfiguration.Mode.ProxyMode: Invalid value: "userspace"`},
-		{"unrunnable mode", []string{"--proxy-mode=ipvs"}, `proxy mode "ipvs" is not implemented by this build`},
 		{"unrunnable mode with a bad field still names the field", []string{"--proxy-mode=ipvs", "--ipvs-tcp-timeout=-1s"}, `KubeProxyConfiguration.KubeProxyIPVSConfiguration.TCPTimeout: Invalid value: "-1s"`},
 		{"bad masquerade bit", []string{"--iptables-masquerade-bit=32"}, `KubeProxyConfiguration.KubeProxyIPTablesConfiguration.MasqueradeBit: Invalid value: 32: must be within the range [0, 31]`},
 		{"bad cluster CIDR", []string{"--cluster-cidr=10.0.0.0/40"}, `KubeProxyConfiguration.DetectLocalConfiguration.ClusterCIDRs[0]: Invalid value: "10.0.0.0/40"`},

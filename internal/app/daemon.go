@@ -158,6 +158,14 @@ func newDaemon(ctx context.Context, cfg *config.Config) (*daemon, error) {
 	if err := platformChecks(cfg.Mode); err != nil {
 		return nil, fmt.Errorf("unable to create proxier: %w", err)
 	}
+	if cfg.Mode == config.ProxyModeIPVS {
+		if err := checkIPVS(ctx, cfg); err != nil {
+			return nil, err
+		}
+		logger.Info("Using ipvs Proxier")
+		logger.Error(nil, ipvsDeprecationMessage)
+		d.startupWarnings = append(d.startupWarnings, startupWarning{reason: "IPVSDeprecation", message: ipvsDeprecationMessage})
+	}
 	d.cleanupOtherModes = func(ctx context.Context) { cleanupOtherModes(ctx, cfg.Mode, m, primary) }
 
 	families := []v1.IPFamily{primary}

@@ -68,6 +68,8 @@ func newFamilyProxier(ctx context.Context, p familyParams) (*builtFamily, error)
 		return newNFTablesFamily(ctx, p)
 	case config.ProxyModeIPTables:
 		return newIPTablesFamily(ctx, p)
+	case config.ProxyModeIPVS:
+		return newIPVSFamily(ctx, p)
 	default:
 		return nil, fmt.Errorf("proxy mode %q is not supported by this build of kproxy", p.cfg.Mode)
 	}

@@ -79,7 +79,7 @@ func iptablesFamilies(ctx context.Context, present func(v1.IPFamily) bool) (node
 // iptables of each supported family (the host's backend, detected once), which the
 // family proxiers then use.
 func backendFamilies(ctx context.Context, mode config.ProxyMode) (node.Families, map[v1.IPFamily]*iptables.Exec, error) {
-	if mode != config.ProxyModeIPTables {
+	if mode != config.ProxyModeIPTables && mode != config.ProxyModeIPVS {
 		return node.Families{IPv4: true, IPv6: true}, nil, nil
 	}
 	exec := utilexec.New()

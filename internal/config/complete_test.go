@@ -234,3 +234,28 @@ func TestDefaultGates(t *testing.T) {
 		t.Error("locked gate MultiCIDRServiceAllocator could be disabled")
 	}
 }
+
+// TestModeNotRunnable: a valid mode the build does not run fails validation with
+// the field path, as a build restricted with RunnableModes would.
+func TestModeNotRunnable(t *testing.T) {
+	fg, err := NewFeatureGate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions(fg)
+	o.RunnableModes = []ProxyMode{ProxyModeNFTables, ProxyModeIPTables}
+	fs := pflag.NewFlagSet("kube-proxy", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--proxy-mode=ipvs"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Complete(fs)
+	want := `KubeProxyConfiguration.Mode.ProxyMode: Invalid value: "ipvs": proxy mode "ipvs" is not implemented by this build`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want one containing %q", err, want)
+	}
+	if cfg, err := complete(t, "--proxy-mode=ipvs"); err != nil || cfg.Mode != ProxyModeIPVS {
+		t.Errorf("the default build refuses ipvs mode: %v", err)
+	}
+}

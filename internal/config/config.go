@@ -70,6 +70,8 @@ type Config struct {
 	LocalhostNodePorts bool
 	// Conntrack holds the conntrack sysctl settings.
 	Conntrack Conntrack
+	// IPVS holds the ipvs mode's settings (ignored by the other modes).
+	IPVS IPVS
 
 	// FeatureGates is the command's gate set with the configured overrides applied.
 	FeatureGates featuregate.FeatureGate
@@ -137,4 +139,17 @@ type Conntrack struct {
 	UDPTimeout time.Duration
 	// UDPStreamTimeout is nf_conntrack_udp_timeout_stream.
 	UDPStreamTimeout time.Duration
+}
+
+// IPVS is the ipvs mode's configuration (KubeProxyIPVSConfiguration).
+type IPVS struct {
+	// Scheduler is the IPVS scheduler ("" means rr).
+	Scheduler string
+	// ExcludeCIDRs are never cleaned up: virtual servers there are kept.
+	ExcludeCIDRs []netip.Prefix
+	// StrictARP sets arp_ignore=1 and arp_announce=2 (for MetalLB's L2 mode).
+	StrictARP bool
+	// TCPTimeout, TCPFinTimeout and UDPTimeout are IPVS's connection timeouts;
+	// 0 leaves the kernel's.
+	TCPTimeout, TCPFinTimeout, UDPTimeout time.Duration
 }

@@ -37,8 +37,6 @@ func TestConfigFileErrors(t *testing.T) {
 		{"bad mode", "mode: userspace\n",
 			[]string{`KubeProxyConfiguration.Mode.ProxyMode: Invalid value: "userspace": must be iptables, ipvs, nftables or blank`}},
 		{"windows mode", "mode: kernelspace\n", []string{`KubeProxyConfiguration.Mode.ProxyMode: Invalid value: "kernelspace"`}},
-		{"ipvs not runnable", "mode: ipvs\n",
-			[]string{`KubeProxyConfiguration.Mode.ProxyMode: Invalid value: "ipvs": proxy mode "ipvs" is not implemented by this build`}},
 		{"ipvs disabled by gate", "mode: ipvs\nfeatureGates:\n  KubeProxyIPVS: false\n",
 			[]string{`KubeProxyConfiguration.Mode.ProxyMode: Invalid value: "ipvs": must be iptables, nftables or blank`}},
 		{"ipvs timeouts checked in ipvs mode", "mode: ipvs\nipvs:\n  tcpTimeout: -1s\n  excludeCIDRs: [bogus]\n",

@@ -21,7 +21,7 @@ const DefaultProxyMode = ProxyModeIPTables
 
 // DefaultRunnableModes are the modes this build can run.
 func DefaultRunnableModes() []ProxyMode {
-	return []ProxyMode{ProxyModeNFTables, ProxyModeIPTables}
+	return []ProxyMode{ProxyModeNFTables, ProxyModeIPTables, ProxyModeIPVS}
 }
 
 // Set implements pflag.Value; the value is checked by validation, as upstream.
