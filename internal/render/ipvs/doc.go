@@ -17,6 +17,7 @@
 //	Sets(family) []ipset.Set, SetName(id, family), Chains(table)   names, for creation and --cleanup
 //	desired.WriteRules(buf) iptables.Written    iptables-restore --noflush input of Desired.Rules
 //	desired.Dump() string                       ipvsadm / ipset save / iptables-save text
+//	fragment.Describe(family) []string          one ServicePort's kernel objects, for explain
 //
 // Typical sync: render the fragments of the ServicePorts that changed, keep the
 // others, Assemble, then make the kernel match: bind Desired.Addresses on

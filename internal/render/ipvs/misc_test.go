@@ -150,6 +150,16 @@ func TestAssembleIncremental(t *testing.T) {
 	}
 }
 
+func TestDescribe(t *testing.T) {
+	sp := svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "10.20.30.41", 80)
+	sp.NodePort = 3001
+	sp.StickyMaxAgeSeconds = 10800
+	sp.LoadBalancerVIPs = addrs("1.2.3.4")
+	sp.LoadBalancerSourceRanges = prefixes("203.0.113.0/24")
+	f := RenderService(testConfig(v1.IPv4Protocol), view(sp, ep("10.180.0.1", 80, true), ep("10.180.0.2", 80, false)))
+	checkGolden(t, "describe.txt", strings.Join(f.Describe(v1.IPv4Protocol), "\n")+"\n")
+}
+
 func BenchmarkRender10k(b *testing.B) {
 	cfg := testConfig(v1.IPv4Protocol)
 	views := rendertest.ScaleViews(10000, 10)
