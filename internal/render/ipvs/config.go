@@ -13,15 +13,15 @@ import (
 // DefaultScheduler is upstream's scheduler when ipvs.scheduler is empty.
 const DefaultScheduler = "rr"
 
-// schedulers are the IPVS schedulers upstream's configuration validation accepts.
-var schedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "sh", "dh", "sed", "nq", "mh"}
-
 // Config is everything besides Services that shapes the ipvs mode's kernel state
 // for one IP family.
 type Config struct {
 	// Family is v1.IPv4Protocol or v1.IPv6Protocol.
 	Family v1.IPFamily
-	// Scheduler is ipvs.scheduler ("" means DefaultScheduler).
+	// Scheduler is ipvs.scheduler ("" means DefaultScheduler). Any name is
+	// taken, as upstream, which does not validate it: the kernel decides
+	// (rr, wrr, lc, wlc, lblc, lblcr, dh, sh, sed, nq, fo, ovf, mh, twos, ...),
+	// and the proxier's start-up check programs a dummy virtual server with it.
 	Scheduler string
 	// MasqueradeAll masquerades all traffic to ClusterIPs (masqueradeAll).
 	MasqueradeAll bool
@@ -50,9 +50,6 @@ type Config struct {
 func (c *Config) Validate() error {
 	if c.Family != v1.IPv4Protocol && c.Family != v1.IPv6Protocol {
 		return fmt.Errorf("unsupported IP family %q", c.Family)
-	}
-	if c.Scheduler != "" && !slices.Contains(schedulers, c.Scheduler) {
-		return fmt.Errorf("unknown IPVS scheduler %q (want one of %v)", c.Scheduler, schedulers)
 	}
 	if c.MasqueradeBit < 0 || c.MasqueradeBit > 31 {
 		return fmt.Errorf("masquerade bit %d out of range [0, 31]", c.MasqueradeBit)

@@ -25,7 +25,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"valid", func(*Config) {}, ""},
 		{"family", func(c *Config) { c.Family = "IPv5" }, "unsupported IP family"},
-		{"scheduler", func(c *Config) { c.Scheduler = "fastest" }, "unknown IPVS scheduler"},
+		{"any scheduler", func(c *Config) { c.Scheduler = "twos" }, ""},
 		{"masquerade bit", func(c *Config) { c.MasqueradeBit = 32 }, "masquerade bit"},
 		{"detector", func(c *Config) { c.LocalDetector = model.LocalDetector{Mode: model.DetectClusterCIDR} }, "local traffic detector"},
 		{"nodeport address", func(c *Config) { c.NodePortAddresses.IPs = addrs("fd00::1") }, "NodePort address"},
