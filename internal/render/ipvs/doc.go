@@ -36,9 +36,10 @@
 // Upstream's, including where it differs from the other modes (each is a comment
 // where it is rendered):
 //
-//   - Every ServicePort gets its virtual servers whether or not it has endpoints
-//     (no reject: IPVS drops, KUBE-IPVS-FILTER only rejects ports no virtual server
-//     serves).
+//   - Every ServicePort gets its virtual servers whether or not it has endpoints:
+//     without a real server IPVS answers ICMP port unreachable itself; no rule
+//     rejects or drops per Service (KUBE-IPVS-FILTER only rejects new connections
+//     to Service addresses on ports no virtual server serves).
 //   - Real servers: Local-policy endpoints for a virtual server under a Local
 //     policy (ClusterIP with internalTrafficPolicy Local; externalIPs, LB VIPs and
 //     NodePorts with externalTrafficPolicy Local) when this node has some, else the
