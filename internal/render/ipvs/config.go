@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kproxy/kproxy/internal/model"
+	ipt "github.com/kproxy/kproxy/internal/render/iptables"
 )
 
 // DefaultScheduler is upstream's scheduler when ipvs.scheduler is empty.
@@ -48,19 +49,8 @@ type Config struct {
 
 // Validate reports configuration errors that would make the rendered state invalid.
 func (c *Config) Validate() error {
-	if c.Family != v1.IPv4Protocol && c.Family != v1.IPv6Protocol {
-		return fmt.Errorf("unsupported IP family %q", c.Family)
-	}
-	if c.MasqueradeBit < 0 || c.MasqueradeBit > 31 {
-		return fmt.Errorf("masquerade bit %d out of range [0, 31]", c.MasqueradeBit)
-	}
-	if err := c.LocalDetector.Validate(c.isIPv6()); err != nil {
-		return fmt.Errorf("local traffic detector: %w", err)
-	}
-	for _, ip := range c.NodePortAddresses.IPs {
-		if !c.hasFamily(ip) {
-			return fmt.Errorf("NodePort address %s is not of family %s", ip, c.Family)
-		}
+	if err := ipt.ValidateCommon(c.Family, c.MasqueradeBit, &c.LocalDetector, &c.NodePortAddresses); err != nil {
+		return err
 	}
 	for _, ip := range c.HostAddresses {
 		if !c.hasFamily(ip) {

@@ -27,7 +27,7 @@ func TestValidate(t *testing.T) {
 		{"family", func(c *Config) { c.Family = "IPv5" }, "unsupported IP family"},
 		{"any scheduler", func(c *Config) { c.Scheduler = "twos" }, ""},
 		{"masquerade bit", func(c *Config) { c.MasqueradeBit = 32 }, "masquerade bit"},
-		{"detector", func(c *Config) { c.LocalDetector = model.LocalDetector{Mode: model.DetectClusterCIDR} }, "local traffic detector"},
+		{"detector", func(c *Config) { c.LocalDetector = model.LocalDetector{Mode: model.DetectClusterCIDR} }, "needs at least one CIDR"},
 		{"nodeport address", func(c *Config) { c.NodePortAddresses.IPs = addrs("fd00::1") }, "NodePort address"},
 		{"host address", func(c *Config) { c.HostAddresses = addrs("fd00::1") }, "host address"},
 		{"node ip", func(c *Config) { c.NodeIP = addrs("fd00::1")[0] }, "node IP"},
