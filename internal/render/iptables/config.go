@@ -69,18 +69,25 @@ const (
 
 // Validate reports configuration errors that would make the rendered rules invalid.
 func (c *Config) Validate() error {
-	if c.Family != v1.IPv4Protocol && c.Family != v1.IPv6Protocol {
-		return fmt.Errorf("unsupported IP family %q", c.Family)
+	return ValidateCommon(c.Family, c.MasqueradeBit, &c.LocalDetector, &c.NodePortAddresses)
+}
+
+// ValidateCommon reports errors in the settings that the iptables and ipvs modes'
+// rules share: the family, the masquerade bit, the local-traffic detector and the
+// NodePort addresses.
+func ValidateCommon(family v1.IPFamily, masqueradeBit int32, detector *model.LocalDetector, nodePorts *model.NodePortAddresses) error {
+	if family != v1.IPv4Protocol && family != v1.IPv6Protocol {
+		return fmt.Errorf("unsupported IP family %q", family)
 	}
-	if c.MasqueradeBit < 0 || c.MasqueradeBit > 31 {
-		return fmt.Errorf("masquerade bit %d out of range [0, 31]", c.MasqueradeBit)
+	if masqueradeBit < 0 || masqueradeBit > 31 {
+		return fmt.Errorf("masquerade bit %d out of range [0, 31]", masqueradeBit)
 	}
-	if err := c.LocalDetector.Validate(c.isIPv6()); err != nil {
+	if err := detector.Validate(family == v1.IPv6Protocol); err != nil {
 		return err
 	}
-	for _, ip := range c.NodePortAddresses.IPs {
-		if !c.hasFamily(ip) {
-			return fmt.Errorf("NodePort address %s is not of family %s", ip, c.Family)
+	for _, ip := range nodePorts.IPs {
+		if !model.InFamily(ip, family) {
+			return fmt.Errorf("NodePort address %s is not of family %s", ip, family)
 		}
 	}
 	return nil

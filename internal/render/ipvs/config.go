@@ -8,20 +8,21 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kproxy/kproxy/internal/model"
+	ipt "github.com/kproxy/kproxy/internal/render/iptables"
 )
 
 // DefaultScheduler is upstream's scheduler when ipvs.scheduler is empty.
 const DefaultScheduler = "rr"
-
-// schedulers are the IPVS schedulers upstream's configuration validation accepts.
-var schedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "sh", "dh", "sed", "nq", "mh"}
 
 // Config is everything besides Services that shapes the ipvs mode's kernel state
 // for one IP family.
 type Config struct {
 	// Family is v1.IPv4Protocol or v1.IPv6Protocol.
 	Family v1.IPFamily
-	// Scheduler is ipvs.scheduler ("" means DefaultScheduler).
+	// Scheduler is ipvs.scheduler ("" means DefaultScheduler). Any name is
+	// taken, as upstream, which does not validate it: the kernel decides
+	// (rr, wrr, lc, wlc, lblc, lblcr, dh, sh, sed, nq, fo, ovf, mh, twos, ...),
+	// and the proxier's start-up check programs a dummy virtual server with it.
 	Scheduler string
 	// MasqueradeAll masquerades all traffic to ClusterIPs (masqueradeAll).
 	MasqueradeAll bool
@@ -48,22 +49,8 @@ type Config struct {
 
 // Validate reports configuration errors that would make the rendered state invalid.
 func (c *Config) Validate() error {
-	if c.Family != v1.IPv4Protocol && c.Family != v1.IPv6Protocol {
-		return fmt.Errorf("unsupported IP family %q", c.Family)
-	}
-	if c.Scheduler != "" && !slices.Contains(schedulers, c.Scheduler) {
-		return fmt.Errorf("unknown IPVS scheduler %q (want one of %v)", c.Scheduler, schedulers)
-	}
-	if c.MasqueradeBit < 0 || c.MasqueradeBit > 31 {
-		return fmt.Errorf("masquerade bit %d out of range [0, 31]", c.MasqueradeBit)
-	}
-	if err := c.LocalDetector.Validate(c.isIPv6()); err != nil {
-		return fmt.Errorf("local traffic detector: %w", err)
-	}
-	for _, ip := range c.NodePortAddresses.IPs {
-		if !c.hasFamily(ip) {
-			return fmt.Errorf("NodePort address %s is not of family %s", ip, c.Family)
-		}
+	if err := ipt.ValidateCommon(c.Family, c.MasqueradeBit, &c.LocalDetector, &c.NodePortAddresses); err != nil {
+		return err
 	}
 	for _, ip := range c.HostAddresses {
 		if !c.hasFamily(ip) {

@@ -17,6 +17,7 @@
 //	Sets(family) []ipset.Set, SetName(id, family), Chains(table)   names, for creation and --cleanup
 //	desired.WriteRules(buf) iptables.Written    iptables-restore --noflush input of Desired.Rules
 //	desired.Dump() string                       ipvsadm / ipset save / iptables-save text
+//	fragment.Describe(family) []string          one ServicePort's kernel objects, for explain
 //
 // Typical sync: render the fragments of the ServicePorts that changed, keep the
 // others, Assemble, then make the kernel match: bind Desired.Addresses on
@@ -35,9 +36,10 @@
 // Upstream's, including where it differs from the other modes (each is a comment
 // where it is rendered):
 //
-//   - Every ServicePort gets its virtual servers whether or not it has endpoints
-//     (no reject: IPVS drops, KUBE-IPVS-FILTER only rejects ports no virtual server
-//     serves).
+//   - Every ServicePort gets its virtual servers whether or not it has endpoints:
+//     without a real server IPVS answers ICMP port unreachable itself; no rule
+//     rejects or drops per Service (KUBE-IPVS-FILTER only rejects new connections
+//     to Service addresses on ports no virtual server serves).
 //   - Real servers: Local-policy endpoints for a virtual server under a Local
 //     policy (ClusterIP with internalTrafficPolicy Local; externalIPs, LB VIPs and
 //     NodePorts with externalTrafficPolicy Local) when this node has some, else the

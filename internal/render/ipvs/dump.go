@@ -37,6 +37,28 @@ func (d *Desired) Dump() string {
 	return b.String()
 }
 
+// Describe returns the fragment's kernel objects, one line each, for people (the
+// state API, `kube-proxy explain`): its virtual servers and real servers as
+// `ipvsadm -Ln` prints them, the addresses it binds on kube-ipvs0, and its set
+// entries as `ipset add` commands, with the set names of family. The writers do
+// not use it.
+func (f *Fragment) Describe(family v1.IPFamily) []string {
+	var b strings.Builder
+	for i := range f.Services {
+		writeService(&b, &f.Services[i])
+	}
+	for _, a := range f.Bind {
+		b.WriteString("ip address add " + a.String() + " dev " + DummyDevice + "\n")
+	}
+	for _, e := range f.Entries {
+		b.WriteString("ipset add " + SetName(e.Set, family) + " " + e.Entry + "\n")
+	}
+	for _, k := range f.NodeBlocked {
+		b.WriteString("# the node may not reach " + k.String() + " (" + ChainIPVSOutFilter + ")\n")
+	}
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
+
 func writeService(b *strings.Builder, s *Service) {
 	vs := &s.VS
 	fmt.Fprintf(b, "%-4s %s %s", vs.Protocol, netip.AddrPortFrom(vs.Address, vs.Port), vs.Scheduler)

@@ -25,9 +25,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{"valid", func(*Config) {}, ""},
 		{"family", func(c *Config) { c.Family = "IPv5" }, "unsupported IP family"},
-		{"scheduler", func(c *Config) { c.Scheduler = "fastest" }, "unknown IPVS scheduler"},
+		{"any scheduler", func(c *Config) { c.Scheduler = "twos" }, ""},
 		{"masquerade bit", func(c *Config) { c.MasqueradeBit = 32 }, "masquerade bit"},
-		{"detector", func(c *Config) { c.LocalDetector = model.LocalDetector{Mode: model.DetectClusterCIDR} }, "local traffic detector"},
+		{"detector", func(c *Config) { c.LocalDetector = model.LocalDetector{Mode: model.DetectClusterCIDR} }, "needs at least one CIDR"},
 		{"nodeport address", func(c *Config) { c.NodePortAddresses.IPs = addrs("fd00::1") }, "NodePort address"},
 		{"host address", func(c *Config) { c.HostAddresses = addrs("fd00::1") }, "host address"},
 		{"node ip", func(c *Config) { c.NodeIP = addrs("fd00::1")[0] }, "node IP"},
@@ -148,6 +148,16 @@ func TestAssembleIncremental(t *testing.T) {
 	if got, want := Assemble(cfg, frags).Dump(), Render(cfg, views).Dump(); got != want {
 		t.Errorf("incremental assembly differs from a full render")
 	}
+}
+
+func TestDescribe(t *testing.T) {
+	sp := svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "10.20.30.41", 80)
+	sp.NodePort = 3001
+	sp.StickyMaxAgeSeconds = 10800
+	sp.LoadBalancerVIPs = addrs("1.2.3.4")
+	sp.LoadBalancerSourceRanges = prefixes("203.0.113.0/24")
+	f := RenderService(testConfig(v1.IPv4Protocol), view(sp, ep("10.180.0.1", 80, true), ep("10.180.0.2", 80, false)))
+	checkGolden(t, "describe.txt", strings.Join(f.Describe(v1.IPv4Protocol), "\n")+"\n")
 }
 
 func BenchmarkRender10k(b *testing.B) {

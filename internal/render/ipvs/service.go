@@ -149,8 +149,9 @@ func (r *serviceRenderer) render(v *model.ServicePortView) {
 		externalReals = realServers(&rt, rt.ExternalLocal, clusterEps, localEps)
 	}
 
-	// ClusterIP: always a virtual server, endpoints or not (IPVS has no reject;
-	// with no real server the kernel drops, and KUBE-IPVS-FILTER lets it).
+	// ClusterIP: always a virtual server, endpoints or not: without a real
+	// server IPVS itself answers ICMP port unreachable (ip_vs_leave), the
+	// other modes' reject.
 	r.entry(SetClusterIP, r.ipPort(sp.ClusterIP, sp.Port))
 	r.service(KindClusterIP, sp.ClusterIP, sp.Port, internalReals)
 	r.bind(sp.ClusterIP)
