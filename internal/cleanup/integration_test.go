@@ -19,32 +19,16 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	v1 "k8s.io/api/core/v1"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/kproxy/kproxy/internal/ipset"
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/ipvs"
+	"github.com/kproxy/kproxy/internal/testing/netnsexec"
 	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
-// nsExec runs every command inside one network namespace through
-// "ip netns exec", so nothing touches the host's namespace.
-type nsExec struct {
-	ns   string
-	host utilexec.Interface
-}
-
-var _ utilexec.Interface = nsExec{}
-
-func (e nsExec) Command(cmd string, args ...string) utilexec.Cmd {
-	return e.host.Command("ip", append([]string{"netns", "exec", e.ns, cmd}, args...)...)
-}
-
-func (e nsExec) CommandContext(ctx context.Context, cmd string, args ...string) utilexec.Cmd {
-	return e.host.CommandContext(ctx, "ip", append([]string{"netns", "exec", e.ns, cmd}, args...)...)
-}
-
-func (e nsExec) LookPath(file string) (string, error) { return e.host.LookPath(file) }
+// nsExec runs every command inside one network namespace (netnsexec.Exec).
+type nsExec struct{ netnsexec.Exec }
 
 func (e nsExec) mustRun(t *testing.T, stdin string, cmd string, args ...string) string {
 	t.Helper()
@@ -54,7 +38,7 @@ func (e nsExec) mustRun(t *testing.T, stdin string, cmd string, args ...string) 
 	}
 	out, err := c.CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s %q in %s: %v: %s", cmd, args, e.ns, err, out)
+		t.Fatalf("%s %q in %s: %v: %s", cmd, args, e.NS, err, out)
 	}
 	return string(out)
 }
@@ -162,7 +146,7 @@ func TestIntegrationCleanupAllInNetns(t *testing.T) {
 				"iptables-"+string(backend)+"-restore", "ip6tables-"+string(backend)+"-restore",
 				"iptables-"+string(backend)+"-save", "ip6tables-"+string(backend)+"-save")
 			ns, nsHandle := newTestNetns(t)
-			nsx := nsExec{ns: ns, host: utilexec.New()}
+			nsx := nsExec{netnsexec.Exec{NS: ns}}
 			nftInNetns(t, ns)
 
 			// Leftovers of every mode, and other software's state.
@@ -299,7 +283,7 @@ func addDummy(t *testing.T, nsx nsExec, name string) bool {
 func TestIntegrationNonDummyKubeIPVS0IsKept(t *testing.T) {
 	requireRootAndTools(t, "ip")
 	ns, nsHandle := newTestNetns(t)
-	nsx := nsExec{ns: ns, host: utilexec.New()}
+	nsx := nsExec{netnsexec.Exec{NS: ns}}
 	nsx.mustRun(t, "", "ip", "link", "add", ipvsDummyLink, "type", "bridge")
 	links, err := netlink.NewHandleAt(nsHandle)
 	if err != nil {

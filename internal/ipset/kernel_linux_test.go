@@ -14,25 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
-	utilexec "k8s.io/utils/exec"
 
+	"github.com/kproxy/kproxy/internal/testing/netnsexec"
 	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
-
-// nsExec runs every command inside one network namespace through "ip netns
-// exec", so that nothing touches the host's sets.
-type nsExec struct {
-	utilexec.Interface
-	ns string
-}
-
-func (e nsExec) Command(cmd string, args ...string) utilexec.Cmd {
-	return e.Interface.Command("ip", append([]string{"netns", "exec", e.ns, cmd}, args...)...)
-}
-
-func (e nsExec) CommandContext(ctx context.Context, cmd string, args ...string) utilexec.Cmd {
-	return e.Interface.CommandContext(ctx, "ip", append([]string{"netns", "exec", e.ns, cmd}, args...)...)
-}
 
 // kernelIPSet returns an Exec acting in a fresh network namespace, deleted
 // when the test ends whatever the outcome.
@@ -52,7 +37,7 @@ func kernelIPSet(t *testing.T) *Exec {
 			t.Errorf("deleting namespace %s: %v: %s", name, err, out)
 		}
 	})
-	s := New(nsExec{Interface: utilexec.New(), ns: name})
+	s := New(netnsexec.Exec{NS: name})
 	if _, err := s.ListSets(context.Background()); err != nil {
 		t.Skipf("ipset unusable in a network namespace on this kernel: %v", err)
 	}

@@ -18,35 +18,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
-	utilexec "k8s.io/utils/exec"
 
+	"github.com/kproxy/kproxy/internal/testing/netnsexec"
 	"github.com/kproxy/kproxy/internal/testing/roottest"
 )
 
-// nsExec runs every command inside one network namespace through "ip netns
-// exec", so nothing touches the host's namespace.
-type nsExec struct {
-	ns   string
-	host utilexec.Interface
-}
-
-var _ utilexec.Interface = nsExec{}
-
-func (e nsExec) Command(cmd string, args ...string) utilexec.Cmd {
-	return e.host.Command("ip", append([]string{"netns", "exec", e.ns, cmd}, args...)...)
-}
-
-func (e nsExec) CommandContext(ctx context.Context, cmd string, args ...string) utilexec.Cmd {
-	return e.host.CommandContext(ctx, "ip", append([]string{"netns", "exec", e.ns, cmd}, args...)...)
-}
-
-func (e nsExec) LookPath(file string) (string, error) { return e.host.LookPath(file) }
+// nsExec runs every command inside one network namespace (netnsexec.Exec).
+type nsExec struct{ netnsexec.Exec }
 
 func (e nsExec) mustRun(t *testing.T, cmd string, args ...string) string {
 	t.Helper()
 	out, err := e.Command(cmd, args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s %q in %s: %v: %s", cmd, args, e.ns, err, out)
+		t.Fatalf("%s %q in %s: %v: %s", cmd, args, e.NS, err, out)
 	}
 	return string(out)
 }
@@ -69,7 +53,7 @@ func newTestNetns(t *testing.T) nsExec {
 			t.Errorf("deleting netns %s: %v: %s", name, err, out)
 		}
 	})
-	return nsExec{ns: name, host: utilexec.New()}
+	return nsExec{netnsexec.Exec{NS: name}}
 }
 
 // backends returns the backends whose binaries of both families exist. Every
