@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
-	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/ipset"
+	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/ipvs"
 	"github.com/kproxy/kproxy/internal/ipvs/dummy"
 	"github.com/kproxy/kproxy/internal/model"
