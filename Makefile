@@ -31,7 +31,7 @@ demo: setup
 ## suites of test/ and deploy/ (which need root and fail, rather than skip, when they
 ## cannot run). The cluster images are built first: the short cluster suite
 ## (test/e2e/cluster) runs kproxy as a DaemonSet from its image.
-test: setup cluster-images vet lint verify-generated
+test: setup cluster-images vm-assets vet lint verify-generated
 	$(E2E_ENV) go test $(GO_TEST_FLAGS) -race ./internal/... ./cmd/... ./bench/...
 	$(E2E_ENV) go test $(GO_TEST_FLAGS) ./test/... ./deploy/...
 	@echo "the nftables suite again, with the nft command as the writer (the fallback)"
@@ -42,6 +42,8 @@ test: setup cluster-images vet lint verify-generated
 	$(E2E_ENV) KPROXY_E2E_MODE=default go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
 	@echo "the real cluster: kproxy as a DaemonSet, upstream's focused sig-network specs, takeover"
 	$(E2E_ENV) KPROXY_E2E_CLUSTER=1 go test $(GO_TEST_FLAGS) -v ./test/e2e/cluster/
+	@echo "the kernel matrix: the kernel tests again, in a VM with Debian 12's kernel (6.1)"
+	hack/vm-test.sh
 
 ## bench: set up, then compare kproxy with upstream kube-proxy in the lab (not part of test; BENCH_FLAGS=--with-30k ...).
 bench: setup
@@ -110,3 +112,15 @@ clean:
 .PHONY: cluster-images
 cluster-images:
 	hack/cluster-images.sh
+
+## vm-assets: the test VM's kernel (Debian 12's linux-image-amd64, 6.1) and base initramfs
+## in _output/vm (cached: a second run is instant). See docs/vm.md.
+.PHONY: vm-assets vm-test
+vm-assets:
+	hack/vm-assets.sh
+
+## vm-test: the kernel matrix: the kernel-level test packages (those calling
+## roottest.Require under internal/) in the 6.1 VM via go test -exec kproxy-vmexec,
+## without -race (the VM's CPU is emulated). Part of test. See docs/vm.md.
+vm-test: vm-assets
+	hack/vm-test.sh
