@@ -27,8 +27,10 @@ source hack/lib/debs.sh
 
 # The host packages whose binaries go into the initramfs (their versions key the stamp),
 # and the binaries (absolute host paths; the libraries ldd lists come along).
-host_pkgs=(iproute2 nftables iptables ipset conntrack nfacct util-linux procps kmod libc6 zstd)
-host_bins=(/usr/bin/ip /usr/sbin/nft /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi
+host_pkgs=(iproute2 nftables iptables ipset conntrack nfacct util-linux procps kmod libc6 zstd dash)
+# dash is /bin/sh, as on Debian: busybox's sh runs its own applets before PATH's
+# programs, so a test's "#!/bin/sh ... exec ip netns exec ..." would get busybox's ip.
+host_bins=(/usr/bin/dash /usr/bin/ip /usr/sbin/nft /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi
   /usr/sbin/ipset /usr/sbin/conntrack /usr/sbin/nfacct /usr/bin/unshare /usr/bin/nsenter
   /usr/sbin/sysctl /usr/bin/kmod)
 # Names the iptables multi-call binaries answer to (Debian's alternatives point the plain
@@ -40,7 +42,8 @@ xtables_tools=("" -save -restore)
 # others in the tree load on demand through modprobe and modules.alias. What the kernel
 # tests exercise: nftables and iptables (both back ends, every match and target the
 # renderers write), ipset, ipvs with its schedulers, conntrack over netlink, nfacct; the
-# virtual devices; the VM's own virtio devices.
+# virtual devices (xfrm_user: vishvananda/netlink's handles open an XFRM socket, which
+# Debian's kernel has as a module); the VM's own virtio devices.
 boot_modules=(
   crc32c_generic nf_tables 'nft_*' nfnetlink nf_conntrack nf_conntrack_netlink nf_nat nf_reject_ipv4
   nf_reject_ipv6 nf_defrag_ipv4 nf_defrag_ipv6 nfnetlink_acct x_tables ip_tables ip6_tables
@@ -50,7 +53,7 @@ boot_modules=(
   ipt_REJECT ip6t_REJECT xt_nat xt_nfacct xt_NFLOG xt_LOG xt_CT xt_state xt_ipvs xt_connmark
   xt_hl xt_limit nft_compat ip_set 'ip_set_hash_*' ip_set_bitmap_port ip_vs ip_vs_rr
   ip_vs_wrr ip_vs_lc ip_vs_wlc ip_vs_lblc ip_vs_lblcr ip_vs_sh ip_vs_dh ip_vs_sed ip_vs_nq
-  ip_vs_mh dummy veth bridge br_netfilter tun virtio_net virtio_console virtio_rng virtio_pci
+  ip_vs_mh xfrm_user dummy veth bridge br_netfilter tun virtio_net virtio_console virtio_rng virtio_pci
 )
 # Whole directories of the module tree that are packed too (loaded on demand).
 module_dirs=(kernel/net/netfilter kernel/net/ipv4/netfilter kernel/net/ipv6/netfilter
@@ -168,6 +171,7 @@ for n in "${xtables_names[@]}"; do
     ln -sf xtables-legacy-multi "$stage/usr/sbin/$n-legacy$t"
   done
 done
+ln -s dash "$stage/usr/bin/sh"
 for n in modprobe insmod rmmod lsmod modinfo depmod; do ln -sf ../bin/kmod "$stage/usr/sbin/$n"; done
 for a in $("$stage/usr/bin/busybox" --list); do
   [ -e "$stage/usr/bin/$a" ] || [ -e "$stage/usr/sbin/$a" ] || ln -s busybox "$stage/usr/bin/$a"

@@ -17,6 +17,19 @@ export PATH=/usr/local/go/bin:$PATH
 VM_PACKAGES=(./internal/nftnetlink/ ./internal/render/nftables/ ./internal/render/iptables/
   ./internal/iptables/ ./internal/cleanup/ ./internal/conntrack/ ./internal/nfacct/
   ./internal/localnodeports/)
+# The whole set takes about 33 minutes in the VM (measured 2026-12-06: nftnetlink 715 s,
+# render/nftables more than 8 minutes, render/iptables 404 s, cleanup 137 s, iptables
+# 48 s, the others under 20 s each), over the ~12 minutes make test can spend here. So
+# the heaviest tests are skipped by default; what runs keeps the pre-6.2 nftables paths
+# (render/nftables' TestKernelAcceptsPlans: chains deleted right after their last map
+# element, in one transaction and deferred; nftnetlink's TestEquivalentToNftDeltas:
+# partial syncs over netlink) and the iptables paths (render/iptables' plans, the
+# iptables package's restore/save/detection on both back ends, cleanup of every mode).
+# Skipped: full-table equivalence and scale tests (nftnetlink: the golden rulesets,
+# typeof maps, 2,000-Service transactions, the nft-written inventory; render/nftables:
+# the refresh and golden rulesets; render/iptables: the golden rulesets and packet
+# flows), which test the renderers more than the kernel. VM_SKIP= runs everything.
+VM_SKIP=${VM_SKIP-'^(TestEquivalentToNftGolden|TestRunScriptIsOneTransaction|TestRunOpsIsOneTransaction|TestEquivalentTypeofMaps|TestInventoryOfNftWrittenTable|TestKernelAcceptsRefresh|TestKernelAcceptsGoldenRulesets|TestKernelGoldenRulesets|TestKernelFlows)$'}
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=("${VM_PACKAGES[@]}")
 
@@ -27,11 +40,13 @@ echo "vm-test: ${pkgs[*]} in the VM ($(cat _output/vm/kernel-release)); full out
 # -p 1: one VM at a time (each has 2 vCPUs, the machine 2 cores), so the durations
 # are each package's own.
 set +e
-KPROXY_VM_VERBOSE=1 go test -count=1 -timeout "${VM_TEST_TIMEOUT:-20m}" -p 1 -v \
+start=$SECONDS
+KPROXY_VM_VERBOSE=1 go test -count=1 -timeout "${VM_TEST_TIMEOUT:-20m}" -p 1 -v -skip "$VM_SKIP" \
   -exec "$root/_output/bin/kproxy-vmexec" "${pkgs[@]}" > "$log" 2>&1
 rc=$?
 set -e
 grep -E '^(ok |FAIL|--- FAIL|panic:|kproxy-vmexec:)|^ *--- (SKIP|FAIL)' "$log" || true
+echo "vm-test: $((SECONDS - start)) s; skipped by VM_SKIP: $VM_SKIP"
 if [ $rc != 0 ]; then
   echo "vm-test: FAILED (exit $rc); see $log" >&2
 fi
