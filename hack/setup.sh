@@ -17,9 +17,12 @@ fi
 # real cluster (test/cluster, make cluster); gcc and libc6-dev: cgo, which the race
 # detector of `make race` (part of `make test`) needs; chromium and fonts-dejavu-core:
 # the headless browser that loads the status page in its end-to-end test
-# (test/e2e/nftables/statuspage_test.go), and a font for its screenshots.
+# (test/e2e/nftables/statuspage_test.go), and a font for its screenshots; qemu-system-x86,
+# cpio, kmod (depmod), zstd and nfacct: the test VM with Debian's kernel that
+# hack/vm-assets.sh builds and `make vm-test` boots (nfacct is packed into it).
 packages=(nftables iptables ipset conntrack iproute2 procps psmisc util-linux ca-certificates
-  containerd runc containernetworking-plugins gcc libc6-dev chromium fonts-dejavu-core)
+  containerd runc containernetworking-plugins gcc libc6-dev chromium fonts-dejavu-core
+  qemu-system-x86 cpio kmod zstd nfacct)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

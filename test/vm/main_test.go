@@ -1,0 +1,18 @@
+package vm_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/kproxy/kproxy/test/vm"
+)
+
+// The test binary is its own agent in the VM: the VM tests boot it with itself as
+// the payload, and /init runs it as the agent first.
+func TestMain(m *testing.M) {
+	if vm.IsAgent() {
+		os.Exit(vm.Agent(context.Background()))
+	}
+	os.Exit(m.Run())
+}
