@@ -85,14 +85,12 @@ func (w *writer) bind(prev, d *render.Desired) []netip.Addr {
 		if have, err = w.p.cfg.Link.Addresses(); err != nil {
 			w.fail(fmt.Errorf("listing the addresses of %s: %w", dummy.LinkName, err))
 		}
+		slices.SortFunc(have, netip.Addr.Compare)
 	} else {
 		have = prev.Addresses
 	}
 	for _, a := range d.Addresses {
-		if _, found := slices.BinarySearchFunc(have, a, netip.Addr.Compare); found && prev != nil {
-			continue
-		}
-		if prev == nil && slices.Contains(have, a) {
+		if _, found := slices.BinarySearchFunc(have, a, netip.Addr.Compare); found {
 			continue
 		}
 		w.ops++
