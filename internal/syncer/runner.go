@@ -112,6 +112,13 @@ func (r *Runner) Loop(ctx context.Context) error {
 		// Stopping the timer while fn runs keeps FakeClock's waiter count meaningful
 		// for tests, and the drain keeps a stale expiry from causing a spurious run.
 		stopAndDrain(nextRun)
+		// A run starting now reads the state as it is now, so it also serves a
+		// request made before it (when the timer won the select above); leaving
+		// that request pending would cost one redundant run.
+		select {
+		case <-r.requests:
+		default:
+		}
 
 		wrote, err := r.fn(ctx)
 
