@@ -15,11 +15,11 @@ export PATH=/usr/local/go/bin:$PATH
 
 # The packages whose tests use the kernel (grep -rl roottest.Require internal), with
 # the ipvs mode's (IPVS exists only here: ipvs 28 s, ipvs/dummy 23 s, ipset 45 s,
-# dataplane/ipvs 27 s with its real-packet test). render/ipvs is not in the set yet:
-# its TestKernelRules fails on 6.1 (see docs/ipvs.md).
+# dataplane/ipvs 27 s with its real-packet test, render/ipvs: its rules restored and
+# saved back).
 VM_PACKAGES=(./internal/nftnetlink/ ./internal/render/nftables/ ./internal/render/iptables/
   ./internal/iptables/ ./internal/cleanup/ ./internal/conntrack/ ./internal/nfacct/
-  ./internal/localnodeports/ ./internal/ipvs/... ./internal/ipset/ ./internal/dataplane/ipvs/)
+  ./internal/localnodeports/ ./internal/ipvs/... ./internal/ipset/ ./internal/dataplane/ipvs/ ./internal/render/ipvs/)
 # The whole set takes about 33 minutes in the VM (measured 2026-12-06: nftnetlink 715 s,
 # render/nftables more than 8 minutes, render/iptables 404 s, cleanup 137 s, iptables
 # 48 s, the others under 20 s each), over the ~12 minutes make test can spend here. So

@@ -140,10 +140,11 @@ func renderRules(cfg *Config, nonEmpty *[numSets]bool, nodeBlocked []ipvs.Key) i
 	b.add(filter, ChainSourceRangesFirewall, ipt.NewRule().Jump("DROP"))
 
 	// For IPVS, traffic from the node to a VIP has the VIP as source too.
+	// "--vaddr" is the bare address, as upstream writes it and as iptables-save
+	// prints a full mask for libxt_ipvs (unlike -s, which it prints with /32).
 	for _, k := range nodeBlocked {
-		vip := ipt.HostPrefix(k.Address)
-		b.add(filter, ChainIPVSOutFilter, ipt.NewRule().Source(vip, false).
-			Match("ipvs", "--vproto", protocolNumber(k.Protocol), "--vaddr", vip, "--vport", strconv.Itoa(int(k.Port))).
+		b.add(filter, ChainIPVSOutFilter, ipt.NewRule().Source(ipt.HostPrefix(k.Address), false).
+			Match("ipvs", "--vproto", protocolNumber(k.Protocol), "--vaddr", k.Address.String(), "--vport", strconv.Itoa(int(k.Port))).
 			Jump("DROP"))
 	}
 
