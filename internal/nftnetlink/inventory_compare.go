@@ -1,48 +1,67 @@
 package nftnetlink
 
 import (
+	"cmp"
+	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	"github.com/kproxy/kproxy/internal/drift"
 )
 
+// compareCheckEvery is how many objects (chains, sets, elements) CompareInventories
+// compares between looks at its context: at 10,000 Services a comparison visits
+// about 200,000, so a sync waiting for the lock it runs under waits well under a
+// millisecond for it to give way.
+const compareCheckEvery = 4096
+
 // CompareInventories adds to r every object in which got (the kernel) differs
 // from want (what was applied): missing, extra and changed chains, sets, maps and
 // counters; for a chain whose rules differ, one difference saying where the
 // rules first part; for a set or map, one difference per set counting its missing
-// and extra elements. A missing table is one difference.
-func CompareInventories(want, got *Inventory, r *drift.Report) {
+// and extra elements. A missing table is one difference. The differences are
+// added in a fixed order (chains, then sets and maps, then counters; within each,
+// those of want before the extra ones, by name) although the maps are walked
+// unsorted: sorting every name cost most of a comparison's time (26 ms at 10,000
+// Services) and a difference is rare.
+//
+// It gives way when ctx is done (a sync wants the lock it runs under) and returns
+// ctx's error, with r unchanged.
+func CompareInventories(ctx context.Context, want, got *Inventory, r *drift.Report) error {
 	if want.Exists && !got.Exists {
 		r.Add(drift.Difference{Kind: "table", Change: drift.Missing})
-		return
+		return nil
 	}
-	for _, name := range slices.Sorted(maps.Keys(want.Chains)) {
-		w, g := want.Chains[name], got.Chains[name]
-		switch {
+	c := comparison{ctx: ctx}
+	for name, w := range want.Chains {
+		switch g := got.Chains[name]; {
 		case g == nil:
-			r.Add(drift.Difference{Kind: "chain", Name: name, Change: drift.Missing})
+			c.add(0, drift.Difference{Kind: "chain", Name: name, Change: drift.Missing})
 		case g.Def != w.Def:
-			r.Add(drift.Difference{Kind: "chain", Name: name, Change: drift.Changed, Detail: "definition (hook, type, priority, policy or comment)"})
+			c.add(0, drift.Difference{Kind: "chain", Name: name, Change: drift.Changed, Detail: "definition (hook, type, priority, policy or comment)"})
 		case !slices.Equal(g.Rules, w.Rules):
-			r.Add(drift.Difference{Kind: "rule", Name: name, Change: drift.Changed, Detail: rulesDetail(w.Rules, g.Rules)})
+			c.add(0, drift.Difference{Kind: "rule", Name: name, Change: drift.Changed, Detail: rulesDetail(w.Rules, g.Rules)})
+		}
+		if c.visit(1) {
+			return ctx.Err()
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(got.Chains)) {
+	for name := range got.Chains {
 		if want.Chains[name] == nil {
-			r.Add(drift.Difference{Kind: "chain", Name: name, Change: drift.Extra})
+			c.add(1, drift.Difference{Kind: "chain", Name: name, Change: drift.Extra})
+		}
+		if c.visit(1) {
+			return ctx.Err()
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(want.Sets)) {
-		w, g := want.Sets[name], got.Sets[name]
+	for name, w := range want.Sets {
 		kind := setKind(w)
-		switch {
+		switch g := got.Sets[name]; {
 		case g == nil:
-			r.Add(drift.Difference{Kind: kind, Name: name, Change: drift.Missing})
+			c.add(2, drift.Difference{Kind: kind, Name: name, Change: drift.Missing})
 		case g.Def != w.Def || g.Map != w.Map:
-			r.Add(drift.Difference{Kind: kind, Name: name, Change: drift.Changed, Detail: "definition (type, flags, timeout or comment)"})
+			c.add(2, drift.Difference{Kind: kind, Name: name, Change: drift.Changed, Detail: "definition (type, flags, timeout or comment)"})
 		case !w.Dynamic:
 			missing, extra, changed := 0, 0, 0
 			for k, e := range w.Elements {
@@ -63,25 +82,70 @@ func CompareInventories(want, got *Inventory, r *drift.Report) {
 				if changed > 0 {
 					detail = fmt.Sprintf("%d missing, %d extra, %d with another value, of %d", missing, extra, changed, len(w.Elements))
 				}
-				r.Add(drift.Difference{Kind: "element", Name: name, Change: drift.Changed, Detail: detail})
+				c.add(2, drift.Difference{Kind: "element", Name: name, Change: drift.Changed, Detail: detail})
+			}
+			if c.visit(len(w.Elements) + len(g.Elements)) {
+				return ctx.Err()
 			}
 		}
+		if c.visit(1) {
+			return ctx.Err()
+		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(got.Sets)) {
+	for name, g := range got.Sets {
 		if want.Sets[name] == nil {
-			r.Add(drift.Difference{Kind: setKind(got.Sets[name]), Name: name, Change: drift.Extra})
+			c.add(3, drift.Difference{Kind: setKind(g), Name: name, Change: drift.Extra})
+		}
+		if c.visit(1) {
+			return ctx.Err()
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(want.Counters)) {
+	for name := range want.Counters {
 		if !got.Counters[name] {
-			r.Add(drift.Difference{Kind: "counter", Name: name, Change: drift.Missing})
+			c.add(4, drift.Difference{Kind: "counter", Name: name, Change: drift.Missing})
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(got.Counters)) {
+	for name := range got.Counters {
 		if !want.Counters[name] {
-			r.Add(drift.Difference{Kind: "counter", Name: name, Change: drift.Extra})
+			c.add(5, drift.Difference{Kind: "counter", Name: name, Change: drift.Extra})
 		}
 	}
+	slices.SortFunc(c.found, func(a, b ordered) int {
+		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.d.Name, b.d.Name))
+	})
+	for _, f := range c.found {
+		r.Add(f.d)
+	}
+	return nil
+}
+
+// comparison is one CompareInventories: the differences found so far, each with
+// the group that orders it, and how many objects it visited since it last looked
+// at its context.
+type comparison struct {
+	ctx     context.Context
+	found   []ordered
+	visited int
+}
+
+type ordered struct {
+	group int
+	d     drift.Difference
+}
+
+func (c *comparison) add(group int, d drift.Difference) {
+	c.found = append(c.found, ordered{group, d})
+}
+
+// visit counts n objects compared and reports whether the comparison must stop
+// (its context is done), looking at the context every compareCheckEvery objects.
+func (c *comparison) visit(n int) bool {
+	c.visited += n
+	if c.visited < compareCheckEvery {
+		return false
+	}
+	c.visited = 0
+	return c.ctx.Err() != nil
 }
 
 func setKind(s *InventorySet) string {

@@ -27,7 +27,9 @@ func compare(t *testing.T, ex *Executor, st *render.State) []string {
 		t.Fatal(err)
 	}
 	var r drift.Report
-	CompareInventories(want, got, &r)
+	if err := CompareInventories(context.Background(), want, got, &r); err != nil {
+		t.Fatal(err)
+	}
 	var out []string
 	for _, d := range r.Differences {
 		out = append(out, d.String())
@@ -99,7 +101,9 @@ func TestInventoryAfterPartialSyncs(t *testing.T) {
 			t.Fatal(err)
 		}
 		var r drift.Report
-		CompareInventories(inc, got, &r)
+		if err := CompareInventories(context.Background(), inc, got, &r); err != nil {
+			t.Fatal(err)
+		}
 		for _, d := range r.Differences {
 			t.Errorf("%s: the inventory kept up by ApplyToInventory differs from the kernel: %s", s.name, d)
 		}
@@ -266,7 +270,9 @@ func TestRunOpsInventoryMatchesKernel(t *testing.T) {
 					inv  *Inventory
 				}{{"InventoryOf", want}, {"the kernel", kernel}} {
 					var r drift.Report
-					CompareInventories(got, against.inv, &r)
+					if err := CompareInventories(context.Background(), got, against.inv, &r); err != nil {
+						t.Fatal(err)
+					}
 					if r.Count > 0 {
 						var diffs []string
 						for _, d := range r.Differences {

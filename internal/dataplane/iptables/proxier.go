@@ -127,7 +127,7 @@ func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it sent anything to the kernel (accepted or not).
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
-	p.syncMu.Lock()
+	p.core.LockForSync(&p.syncMu)
 	defer p.syncMu.Unlock()
 	logger, start, update := p.core.Begin(ctx)
 	ctx = klog.NewContext(ctx, logger)

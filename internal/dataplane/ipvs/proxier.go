@@ -106,7 +106,7 @@ func (p *Proxier) publish() {
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it wrote anything to the kernel.
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
-	p.syncMu.Lock()
+	p.core.LockForSync(&p.syncMu)
 	defer p.syncMu.Unlock()
 	logger, start, update := p.core.Begin(ctx)
 	ctx = klog.NewContext(ctx, logger)

@@ -53,7 +53,7 @@ func (p *Proxier) comparison() *proxycore.DriftComparison[*nftnetlink.Inventory]
 			}
 			return k, err
 		},
-		Compare: func(_ context.Context, kernel *nftnetlink.Inventory, r *drift.Report) error {
+		Compare: func(ctx context.Context, kernel *nftnetlink.Inventory, r *drift.Report) error {
 			if p.applied == nil {
 				return proxycore.ErrNothingApplied
 			}
@@ -65,8 +65,7 @@ func (p *Proxier) comparison() *proxycore.DriftComparison[*nftnetlink.Inventory]
 				}
 				p.want = want
 			}
-			nftnetlink.CompareInventories(p.want, kernel, r)
-			return nil
+			return nftnetlink.CompareInventories(ctx, p.want, kernel, r)
 		},
 	}
 }

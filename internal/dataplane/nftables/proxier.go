@@ -139,7 +139,7 @@ func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it sent a transaction to the kernel (accepted or not).
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
-	p.syncMu.Lock()
+	p.core.LockForSync(&p.syncMu)
 	defer p.syncMu.Unlock()
 	logger, start, update := p.core.Begin(ctx)
 	baseChanged := p.refreshRenderConfig(ctx)

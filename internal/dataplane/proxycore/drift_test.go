@@ -68,6 +68,76 @@ func TestComparisonGivesWayToSync(t *testing.T) {
 	}
 }
 
+// A sync that wants the lock while a comparison compares under it does not wait
+// for the comparison to end: the comparison gives way (inconclusive) and releases
+// the lock.
+func TestComparisonUnderLockGivesWayToSync(t *testing.T) {
+	c, _ := newDriftCore(t)
+	var mu sync.Mutex
+	comparing := make(chan struct{})
+	dc := &DriftComparison[int]{
+		Lock:   &mu,
+		Writes: func() uint64 { return 0 },
+		Read:   func(context.Context) (int, error) { return 0, nil },
+		Compare: func(ctx context.Context, _ int, _ *drift.Report) error {
+			close(comparing)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Second):
+				return errors.New("the comparison was not cancelled within 10s of a sync wanting the lock")
+			}
+		},
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := compareOnce(context.Background(), c, dc, nil)
+		errc <- err
+	}()
+	select {
+	case <-comparing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the comparison did not start comparing within 10s")
+	}
+	locked := make(chan struct{})
+	go func() {
+		c.LockForSync(&mu)
+		close(locked)
+		mu.Unlock()
+	}()
+	select {
+	case <-locked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sync did not get the lock within 10s")
+	}
+	if err := <-errc; !errors.Is(err, ErrInconclusive) {
+		t.Fatalf("comparison interrupted under the lock by a sync: got %v, want ErrInconclusive", err)
+	}
+}
+
+// A sync that announced itself before the comparison started reading (so that
+// it could not cancel the read) still makes the comparison inconclusive.
+func TestComparisonAfterAnnouncedSyncIsInconclusive(t *testing.T) {
+	c, clk := newDriftCore(t)
+	dc := &DriftComparison[int]{
+		Lock:   &sync.Mutex{},
+		Writes: func() uint64 { return 0 },
+		Read: func(context.Context) (int, error) {
+			// What yieldToSync leaves when it ran just before the read's
+			// context was registered: a later lastBegin and no cancellation.
+			clk.SetTime(clk.Now().Add(time.Millisecond))
+			c.lastBegin.Store(clk.Now().UnixNano())
+			return 0, nil
+		},
+		Compare: func(context.Context, int, *drift.Report) error {
+			return errors.New("compared although a sync began during the read")
+		},
+	}
+	if _, err := compareOnce(context.Background(), c, dc, nil); !errors.Is(err, ErrInconclusive) {
+		t.Fatalf("got %v, want ErrInconclusive", err)
+	}
+}
+
 // The caller's own cancellation is not mistaken for a sync's.
 func TestComparisonReturnsReadErrorsOfItsCaller(t *testing.T) {
 	c, _ := newDriftCore(t)
