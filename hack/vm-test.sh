@@ -7,7 +7,8 @@
 # Each package's output goes to _output/vm/test.log (go test -v); what is printed here
 # is each package's result line and every skipped or failed test, so that a test
 # skipped in the VM (a binary or module missing there) does not pass unseen.
-# Usage: hack/vm-test.sh [PACKAGE...] (default: VM_PACKAGES below).
+# Usage: hack/vm-test.sh [PACKAGE...] (default: VM_PACKAGES below, then the e2e suite in
+# ipvs mode in the VM, test/e2e/vmsuite; VM_E2E=0 leaves that out).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -51,6 +52,26 @@ rc=$?
 set -e
 grep -E '^(ok |FAIL|--- FAIL|panic:|kproxy-vmexec:)|^ *--- (SKIP|FAIL)' "$log" || true
 echo "vm-test: $((SECONDS - start)) s; skipped by VM_SKIP: $VM_SKIP"
+
+# The end-to-end suite in ipvs mode in the VM, against an API server on this host
+# (test/e2e/vmsuite; its output to _output/vm/e2e-ipvs.log). Only with the default
+# package set: `hack/vm-test.sh ./pkg/` runs just that package.
+if [ $# = 0 ] && [ "${VM_E2E:-1}" = 1 ]; then
+  e2elog=_output/vm/e2e-ipvs.log
+  echo "vm-test: the e2e suite in ipvs mode in the VM; full output in $e2elog"
+  set +e
+  e2estart=$SECONDS
+  KPROXY_E2E_VM=1 KPROXY_E2E_REQUIRED=1 KPROXY_PROXY_BIN="$root/_output/bin/kube-proxy" \
+    go test -count=1 -timeout 40m -v ./test/e2e/vmsuite/ > "$e2elog" 2>&1
+  e2erc=$?
+  set -e
+  grep -E '^(ok |FAIL|--- FAIL|panic:)|^ *--- (PASS|SKIP|FAIL)|vmsuite|ipvs_test.go' "$e2elog" || true
+  echo "vm-test: the ipvs e2e suite took $((SECONDS - e2estart)) s"
+  if [ $e2erc != 0 ]; then
+    echo "vm-test: the ipvs e2e suite FAILED (exit $e2erc); see $e2elog" >&2
+    [ $rc != 0 ] || rc=$e2erc
+  fi
+fi
 if [ $rc != 0 ]; then
   echo "vm-test: FAILED (exit $rc); see $log" >&2
 fi

@@ -17,6 +17,14 @@ func (l *Lab) CreateNodes(ctx context.Context) error {
 	for _, n := range l.Nodes() {
 		want := NodeObject(n.NodePlan)
 		got, err := l.Client.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// Registered before, by another lab on the same (external) API server:
+			// take it over, as a kubelet re-registering its node.
+			if got, err = l.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err == nil {
+				got.Labels, got.Annotations, got.Spec = want.Labels, want.Annotations, want.Spec
+				got, err = l.Client.CoreV1().Nodes().Update(ctx, got, metav1.UpdateOptions{})
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("create node %s: %w", n.Name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -24,8 +25,11 @@ import (
 const APIServerPort = 6443
 
 // APIServerURL is the API server's address as seen from inside node1 (and anything
-// routed to node1).
+// routed to node1): the external one's URL with Options.External.
 func (l *Lab) APIServerURL() string {
+	if l.Options.External != nil {
+		return l.Options.External.URL
+	}
 	return "https://" + net.JoinHostPort(l.Node1.IPs.V4.String(), fmt.Sprint(APIServerPort))
 }
 
@@ -95,19 +99,7 @@ func (l *Lab) startControlPlane(ctx context.Context, t0 time.Time) error {
 		return err
 	}
 
-	l.RESTConfig = &rest.Config{
-		Host:            l.APIServerURL(),
-		BearerToken:     l.Token,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
-		Dial:            DialInNamespace(node1),
-		ContentConfig: rest.ContentConfig{
-			ContentType:        "application/vnd.kubernetes.protobuf",
-			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
-		},
-		QPS:       1000,
-		Burst:     2000,
-		UserAgent: "kproxy-lab",
-	}
+	l.RESTConfig = l.restConfig(l.APIServerURL())
 	cs, err := kubernetes.NewForConfig(l.RESTConfig)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -124,6 +116,24 @@ func (l *Lab) startControlPlane(ctx context.Context, t0 time.Time) error {
 	}
 	l.KubeconfigPath = filepath.Join(l.WorkDir, "kubeconfig")
 	return os.WriteFile(l.KubeconfigPath, kc, 0o600)
+}
+
+// restConfig is the lab's client configuration for the API server at url, dialled
+// from node1.
+func (l *Lab) restConfig(url string) *rest.Config {
+	return &rest.Config{
+		Host:            url,
+		BearerToken:     l.Token,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		Dial:            DialInNamespace(l.Node1.NS),
+		ContentConfig: rest.ContentConfig{
+			ContentType:        "application/vnd.kubernetes.protobuf",
+			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
+		},
+		QPS:       1000,
+		Burst:     2000,
+		UserAgent: "kproxy-lab",
+	}
 }
 
 func (l *Lab) startAPIServer(logName string) error {
@@ -149,6 +159,9 @@ func (l *Lab) waitAPIServerReady(ctx context.Context) error {
 // keeps the data), then waits until it is ready: for tests of clients that must ride
 // out an API server restart. Each run logs to kube-apiserver-restart-N.log.
 func (l *Lab) RestartAPIServer(ctx context.Context) error {
+	if l.Options.External != nil {
+		return errors.New("the lab's API server is external (Options.External): it cannot restart it")
+	}
 	if err := l.APIServer.Stop(10 * time.Second); err != nil {
 		return fmt.Errorf("stopping kube-apiserver: %w", err)
 	}

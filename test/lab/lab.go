@@ -165,7 +165,11 @@ func (l *Lab) Start(ctx context.Context) (err error) {
 	}
 	l.Timings.Backends = time.Since(t0)
 	if !opts.SkipControlPlane {
-		if err := l.startControlPlane(ctx, t0); err != nil {
+		start := l.startControlPlane
+		if opts.External != nil {
+			start = l.useExternalControlPlane
+		}
+		if err := start(ctx, t0); err != nil {
 			return fmt.Errorf("lab: control plane: %w", err)
 		}
 		if err := l.CreateNodes(ctx); err != nil {

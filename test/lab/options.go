@@ -29,6 +29,9 @@ type Options struct {
 	BackendPorts []BackendPort
 	// SkipControlPlane builds only the network (no etcd, API server or Node objects).
 	SkipControlPlane bool
+	// External, when set, is an API server the lab uses instead of starting etcd
+	// and kube-apiserver (ExternalControlPlane; only in the test VM).
+	External *ExternalControlPlane
 	// ExtraAPIServerArgs are appended to kube-apiserver's command line.
 	ExtraAPIServerArgs []string
 	// ReadyTimeout bounds waiting for etcd and the API server (default 60s).
@@ -47,7 +50,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ReadyTimeout <= 0 {
 		o.ReadyTimeout = 60 * time.Second
 	}
-	if !o.SkipControlPlane {
+	if !o.SkipControlPlane && o.External == nil {
 		dir, err := ResolveBinDir(o.BinDir)
 		if err != nil {
 			return o, err
@@ -102,7 +105,7 @@ func Preflight(opts Options) error {
 	if err != nil {
 		return err
 	}
-	if o.SkipControlPlane {
+	if o.SkipControlPlane || o.External != nil {
 		return nil
 	}
 	for _, b := range []string{"etcd", "kube-apiserver"} {

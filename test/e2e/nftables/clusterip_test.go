@@ -110,6 +110,7 @@ func TestNoEndpoints(t *testing.T) {
 		})
 		t.Run("unallocated-address-dropped", func(t *testing.T) {
 			skipInIPTablesMode(t, "upstream's iptables mode has no ServiceCIDR check: traffic to an unallocated service address is routed like any other")
+			skipInIPVSMode(t, "upstream's ipvs mode has no ServiceCIDR check: traffic to an unallocated service address is routed like any other")
 			unallocated := unallocatedServiceIP(t, fam, empty, withEps)
 			for _, proto := range tcpUDP {
 				waitOutcome(ctx, t, p, client, proto, netip.AddrPortFrom(unallocated, 80), lab.TimedOut)

@@ -46,8 +46,9 @@ func TestNodePort(t *testing.T) {
 			replies := collect(ctx, t, p, l.Ext, proto, to, 10)
 			onlyFrom(t, flow(l.Ext, proto, to), replies, podNames(l.Node2.Pods...))
 			other := netip.AddrPortFrom(l.Plan.Node1ExtIPs.Get(fam), np)
-			if iptablesMode() {
-				// Unset nodePortAddresses is every local address in iptables mode.
+			if iptablesMode() || ipvsMode() {
+				// Unset nodePortAddresses is every local address in iptables and ipvs
+				// modes.
 				waitAnswered(ctx, t, p, l.Ext, proto, other, nil)
 			} else if res := l.Ext.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: other, Timeout: dropTimeout}); res.Outcome == lab.Answered {
 				// node1's other address is not a NodePort address under "primary".

@@ -272,7 +272,8 @@ func podIs(names ...string) func(lab.Reply) error {
 }
 
 // dumpRules renders the proxy's rules in node1 for failure messages: the nftables
-// ruleset, or iptables-save of both families in iptables mode.
+// ruleset, or iptables-save of both families in iptables mode (and, in ipvs mode,
+// the virtual servers, kube-ipvs0's addresses and the ipsets).
 func dumpRules(p *proxytest.Proxy) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -284,7 +285,7 @@ func dumpRules(p *proxytest.Proxy) string {
 		}
 		return s
 	}
-	if iptablesMode() {
+	if iptablesMode() || ipvsMode() {
 		var b strings.Builder
 		for _, fam := range lab.Families {
 			out, err := iptablesSave(ctx, p.Lab, fam)
@@ -293,6 +294,15 @@ func dumpRules(p *proxytest.Proxy) string {
 				continue
 			}
 			fmt.Fprintf(&b, "%s in node1:\n%s\n", iptablesCmd(fam, "-save"), truncate(out))
+		}
+		if ipvsMode() {
+			for _, cmd := range [][]string{{"cat", "/proc/net/ip_vs"}, {"ip", "addr", "show", "dev", "kube-ipvs0"}, {"ipset", "list", "-terse"}} {
+				out, err := ns.Run(ctx, cmd[0], cmd[1:]...)
+				if err != nil {
+					fmt.Fprintf(&b, "(%s in node1: %v)\n", strings.Join(cmd, " "), err)
+				}
+				fmt.Fprintf(&b, "%s in node1:\n%s\n", strings.Join(cmd, " "), truncate(out))
+			}
 		}
 		return b.String()
 	}

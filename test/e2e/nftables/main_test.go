@@ -14,14 +14,16 @@ import (
 )
 
 // ModeEnv selects the proxy mode the suite runs against: nftables (the default),
-// iptables, or default: a blank mode in the configuration file (kubeadm's ConfigMap),
-// which is iptables mode, as upstream.
+// iptables, ipvs (in the 6.1 VM: this machine's kernel has no IP_VS; see
+// test/e2e/vmsuite), or default: a blank mode in the configuration file (kubeadm's
+// ConfigMap), which is iptables mode, as upstream.
 const ModeEnv = "KPROXY_E2E_MODE"
 
 // The modes the suite knows.
 const (
 	modeNFTables = "nftables"
 	modeIPTables = "iptables"
+	modeIPVS     = "ipvs"
 	modeDefault  = "default"
 )
 
@@ -44,19 +46,32 @@ func proxyMode() string {
 // iptablesMode reports whether the suite runs against the iptables mode.
 func iptablesMode() bool { return proxyMode() == modeIPTables }
 
-// otherMode is the mode the suite does not run against (for the mode-switch test).
+// ipvsMode reports whether the suite runs against the ipvs mode.
+func ipvsMode() bool { return proxyMode() == modeIPVS }
+
+// otherMode is the mode the suite switches to and back from in the mode-switch
+// test: from ipvs, nftables, the way docs/ipvs.md's migration goes.
 func otherMode() string {
-	if iptablesMode() {
+	if iptablesMode() || ipvsMode() {
 		return modeNFTables
 	}
 	return modeIPTables
 }
 
+// skipInIPVSMode skips t in ipvs mode, for a behaviour upstream's ipvs mode does
+// not have (or has differently: why says how).
+func skipInIPVSMode(t *testing.T, why string) {
+	t.Helper()
+	if ipvsMode() {
+		t.Skip("not in ipvs mode: " + why)
+	}
+}
+
 var suite = &labtest.Suite{}
 
 func TestMain(m *testing.M) {
-	if m := configuredMode(); m != modeNFTables && m != modeIPTables && m != modeDefault {
-		fmt.Fprintf(os.Stderr, "%s=%q: the suite knows the modes %q, %q and %q\n", ModeEnv, m, modeNFTables, modeIPTables, modeDefault)
+	if m := configuredMode(); m != modeNFTables && m != modeIPTables && m != modeIPVS && m != modeDefault {
+		fmt.Fprintf(os.Stderr, "%s=%q: the suite knows the modes %q, %q, %q and %q\n", ModeEnv, m, modeNFTables, modeIPTables, modeIPVS, modeDefault)
 		os.Exit(2)
 	}
 	code := suite.Main(m)

@@ -66,12 +66,44 @@ func nftProxyTables(ctx context.Context, l *lab.Lab) ([]string, error) {
 	return tables, nil
 }
 
+// ipvsState is what node1 holds of the ipvs mode: whether kube-ipvs0 exists and
+// how many IPVS virtual servers there are (none where the kernel has no IP_VS).
+func ipvsState(ctx context.Context, l *lab.Lab) (link bool, services int, err error) {
+	out, err := l.Node1.NS.Run(ctx, "ip", "-o", "link", "show")
+	if err != nil {
+		return false, 0, fmt.Errorf("ip link show in node1: %w: %s", err, out)
+	}
+	link = strings.Contains(out, " kube-ipvs0:")
+	// /proc/net/ip_vs is the reading process's namespace's: one line per virtual
+	// server ("TCP  0A600001:0050 rr"), one per real server ("  -> ...").
+	table, err := l.Node1.NS.Run(ctx, "cat", "/proc/net/ip_vs")
+	if err != nil {
+		return link, 0, nil
+	}
+	for _, line := range strings.Split(table, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "TCP" || f[0] == "UDP" || f[0] == "SCTP") {
+			services++
+		}
+	}
+	return link, services, nil
+}
+
 // modeState checks that node1 holds exactly the state of mode: its rules in both
-// families, and none of the other mode's.
+// families, and none of the other modes'.
 func modeState(ctx context.Context, l *lab.Lab, mode string) error {
 	tables, err := nftProxyTables(ctx, l)
 	if err != nil {
 		return err
+	}
+	link, services, err := ipvsState(ctx, l)
+	if err != nil {
+		return err
+	}
+	switch {
+	case mode == modeIPVS && (!link || services == 0):
+		return fmt.Errorf("the ipvs mode's state is missing: kube-ipvs0 present %t, %d virtual servers", link, services)
+	case mode != modeIPVS && (link || services > 0):
+		return fmt.Errorf("the ipvs mode's state left in %s mode: kube-ipvs0 present %t, %d virtual servers", mode, link, services)
 	}
 	for _, fam := range lab.Families {
 		dump, err := iptablesSave(ctx, l, fam)
@@ -80,15 +112,17 @@ func modeState(ctx context.Context, l *lab.Lab, mode string) error {
 		}
 		chains := proxyChains(dump)
 		switch {
-		case mode == modeIPTables && !slices.Contains(chains, "nat/KUBE-SERVICES"):
-			return fmt.Errorf("%s: no nat KUBE-SERVICES chain (iptables mode's rules missing): %v", fam, chains)
+		case (mode == modeIPTables || mode == modeIPVS) && !slices.Contains(chains, "nat/KUBE-SERVICES"):
+			return fmt.Errorf("%s: no nat KUBE-SERVICES chain (%s mode's rules missing): %v", fam, mode, chains)
+		case mode == modeIPTables && slices.Contains(chains, "filter/KUBE-IPVS-FILTER"):
+			return fmt.Errorf("%s: the ipvs mode's chains left in iptables mode: %v", fam, chains)
 		case mode == modeNFTables && len(chains) > 0:
 			return fmt.Errorf("%s: iptables-mode chains left in nftables mode: %v", fam, chains)
 		}
 	}
 	switch {
-	case mode == modeIPTables && len(tables) > 0:
-		return fmt.Errorf("nftables-mode tables left in iptables mode: %v", tables)
+	case mode != modeNFTables && len(tables) > 0:
+		return fmt.Errorf("nftables-mode tables left in %s mode: %v", mode, tables)
 	case mode == modeNFTables && len(tables) != 2:
 		return fmt.Errorf("nftables mode's tables missing: have %v", tables)
 	}

@@ -47,6 +47,15 @@ func (s *Suite) Main(m *testing.M) int {
 		s.skipReason = shortReason
 		return m.Run()
 	}
+	// In the test VM the suite uses the host's API server (lab.ExternalFromEnv).
+	ext, err := lab.ExternalFromEnv()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	if ext != nil {
+		s.Options.External = ext
+	}
 	if err := lab.Preflight(s.Options); err != nil {
 		if Required() {
 			fmt.Fprintf(os.Stderr, "FAIL: lab unavailable and %s=1: %v\n", RequiredEnv, err)

@@ -1,0 +1,139 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kproxy/kproxy/test/vm"
+)
+
+// The environment of a lab whose API server runs elsewhere (ExternalFromEnv): the
+// e2e suites in the 6.1 VM (test/e2e/vmsuite) use the host's, over the VM's NIC.
+const (
+	// ExternalAPIServerEnv is the API server's URL, as node1 reaches it.
+	ExternalAPIServerEnv = "KPROXY_LAB_APISERVER"
+	// ExternalTokenEnv is a bearer token of system:masters on it.
+	ExternalTokenEnv = "KPROXY_LAB_TOKEN"
+	// ExternalUplinkEnv is "DEVICE=ADDRESS/LEN": the link that leads to it and
+	// node1's address there.
+	ExternalUplinkEnv = "KPROXY_LAB_UPLINK"
+)
+
+// UplinkName is the external control plane's uplink's name in node1.
+const UplinkName = "uplink0"
+
+// ExternalControlPlane is an API server the lab uses instead of starting etcd and
+// kube-apiserver in node1: node1 reaches it through Uplink, a link of the process's
+// own network namespace that Start moves into node1 and gives Address. Moving a link
+// out of the process's namespace is done only in the throw-away VM of test/vm (its
+// eth0, a tap on the host): never in a host's root namespace.
+type ExternalControlPlane struct {
+	URL     string
+	Token   string
+	Uplink  string
+	Address netip.Prefix
+}
+
+// ExternalFromEnv returns the external control plane of ExternalAPIServerEnv,
+// ExternalTokenEnv and ExternalUplinkEnv, nil when ExternalAPIServerEnv is unset.
+func ExternalFromEnv() (*ExternalControlPlane, error) {
+	url := os.Getenv(ExternalAPIServerEnv)
+	if url == "" {
+		return nil, nil
+	}
+	dev, addr, ok := strings.Cut(os.Getenv(ExternalUplinkEnv), "=")
+	if !ok || dev == "" {
+		return nil, fmt.Errorf("%s=%q: want DEVICE=ADDRESS/LEN", ExternalUplinkEnv, os.Getenv(ExternalUplinkEnv))
+	}
+	prefix, err := netip.ParsePrefix(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ExternalUplinkEnv, err)
+	}
+	e := &ExternalControlPlane{URL: url, Token: os.Getenv(ExternalTokenEnv), Uplink: dev, Address: prefix}
+	if e.Token == "" {
+		return nil, fmt.Errorf("%s is set but %s is not", ExternalAPIServerEnv, ExternalTokenEnv)
+	}
+	return e, nil
+}
+
+// Env returns e as the environment ExternalFromEnv reads ("NAME=value").
+func (e *ExternalControlPlane) Env() []string {
+	return []string{
+		ExternalAPIServerEnv + "=" + e.URL,
+		ExternalTokenEnv + "=" + e.Token,
+		ExternalUplinkEnv + "=" + e.Uplink + "=" + e.Address.String(),
+	}
+}
+
+// useExternalControlPlane moves the uplink into node1, addresses it, and points the
+// lab's client and kubeconfig at the external API server, once it answers /readyz.
+func (l *Lab) useExternalControlPlane(ctx context.Context, t0 time.Time) error {
+	e := l.Options.External
+	if !vm.InVM() {
+		return errors.New("an external control plane moves a link out of the process's network namespace: only in the test VM (test/vm)")
+	}
+	// node1 has an eth0 of its own: the uplink is renamed UplinkName on the way.
+	for _, args := range [][]string{
+		{"link", "set", "dev", e.Uplink, "down"},
+		{"link", "set", "dev", e.Uplink, "name", UplinkName},
+		{"link", "set", "dev", UplinkName, "netns", l.Node1.NS.Name},
+	} {
+		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("moving %s into %s as %s: ip %s: %w: %s", e.Uplink, l.Node1.NS.Name, UplinkName,
+				strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	if err := l.Node1.NS.IPBatch(ctx, []string{
+		"addr add " + e.Address.String() + " dev " + UplinkName,
+		"link set dev " + UplinkName + " up",
+	}); err != nil {
+		return fmt.Errorf("uplink %s in node1: %w", e.Uplink, err)
+	}
+	l.Token = e.Token
+	l.RESTConfig = l.restConfig(e.URL)
+	cs, err := kubernetes.NewForConfig(l.RESTConfig)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	l.Client = cs
+	if err := l.waitExternalReady(ctx); err != nil {
+		return err
+	}
+	l.Timings.APIServer = time.Since(t0)
+	kc, err := KubeconfigBytes(e.URL, e.Token)
+	if err != nil {
+		return err
+	}
+	l.KubeconfigPath = filepath.Join(l.WorkDir, "kubeconfig")
+	return os.WriteFile(l.KubeconfigPath, kc, 0o600)
+}
+
+// waitExternalReady polls the external API server's /readyz for ReadyTimeout.
+func (l *Lab) waitExternalReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, l.Options.ReadyTimeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := l.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
+		rcancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the external API server %s did not answer /readyz from node1 within %s (last error: %w)", l.Options.External.URL, l.Options.ReadyTimeout, err)
+		case <-tick.C:
+		}
+	}
+}
