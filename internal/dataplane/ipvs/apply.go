@@ -34,18 +34,25 @@ func (w *writer) fail(err error) { w.errs = append(w.errs, err) }
 func (w *writer) err() error { return errors.Join(w.errs...) }
 
 // apply writes what differs between prev, what the kernel holds, and d; with prev
-// nil (a full sync) the kernel is listed instead. The order is upstream's: the
-// sets exist before the rules that match on them, a virtual server before its
-// real servers, and addresses and virtual servers are removed last.
+// nil (a full sync) the kernel is listed instead. The sets' entries come first,
+// then the iptables rules that match on them, and only then the addresses and the
+// virtual servers that make IPVS take a Service's traffic; a virtual server comes
+// before its real servers, and addresses and virtual servers are removed last.
+// Upstream writes the iptables rules after the virtual servers: a new Service's
+// first connections are then forwarded before the rules that masquerade them
+// exist (a NodePort's or LB IP's without SNAT, a pod's own hairpin connection
+// without the KUBE-LOOP-BACK masquerade, which then hangs). Under the VM's
+// emulated CPU, where a sync takes over a second, the e2e suite saw those
+// connections (docs/ipvs.md); the end state is the same.
 func (w *writer) apply(prev, d *render.Desired) {
 	if err := w.p.cfg.Link.EnsureLink(); err != nil {
 		w.fail(fmt.Errorf("creating %s: %w", dummy.LinkName, err))
 		return
 	}
 	w.sets(prev, d)
+	w.rules(prev, d)
 	bound := w.bind(prev, d)
 	stale := w.servers(prev, d)
-	w.rules(prev, d)
 	w.unbind(bound, d)
 	w.deleteServers(stale)
 }
@@ -82,8 +89,17 @@ func (w *writer) bind(prev, d *render.Desired) []netip.Addr {
 	var have []netip.Addr
 	if prev == nil {
 		var err error
-		if have, err = w.p.cfg.Link.Addresses(); err != nil {
+		all, err := w.p.cfg.Link.Addresses()
+		if err != nil {
 			w.fail(fmt.Errorf("listing the addresses of %s: %w", dummy.LinkName, err))
+		}
+		// kube-ipvs0 is shared by both families' proxiers: each binds and
+		// unbinds only its own family's addresses (the other's full sync
+		// would otherwise unbind them all).
+		for _, a := range all {
+			if model.InFamily(a, w.p.cfg.Family) {
+				have = append(have, a)
+			}
 		}
 		slices.SortFunc(have, netip.Addr.Compare)
 	} else {

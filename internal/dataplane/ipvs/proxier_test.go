@@ -189,3 +189,32 @@ func TestNothingChangedWritesNothing(t *testing.T) {
 		t.Errorf("a sync without changes called the kernel: %q", got)
 	}
 }
+
+// TestFullSyncKeepsTheOtherFamilysAddresses: kube-ipvs0 is shared by both
+// families' proxiers; an IPv4 full sync unbinds stale IPv4 addresses but leaves
+// the IPv6 proxier's (a dual-stack node lost its IPv4 ClusterIPs after the IPv6
+// full sync that followed a switch back from nftables mode, in the 6.1 VM).
+func TestFullSyncKeepsTheOtherFamilysAddresses(t *testing.T) {
+	f := newFixture(t)
+	v6, staleV4 := netip.MustParseAddr("fd00:10:96::1"), netip.MustParseAddr("10.96.200.200")
+	if err := f.link.EnsureLink(); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []netip.Addr{v6, staleV4} {
+		if err := f.link.AddAddress(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.AddStandardServices()
+	f.sync()
+	bound, err := f.link.Addresses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(bound, v6) {
+		t.Errorf("the IPv4 full sync unbound the IPv6 proxier's %s; kube-ipvs0 holds %v", v6, bound)
+	}
+	if slices.Contains(bound, staleV4) {
+		t.Errorf("the IPv4 full sync left the stale %s bound; kube-ipvs0 holds %v", staleV4, bound)
+	}
+}

@@ -205,6 +205,24 @@ func waitOutcome(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.
 	}
 }
 
+// waitNotAnswered waits until a probe from ns to `to` is not answered, refused or
+// timed out alike: for upstream's ipvs mode, where a virtual server without real
+// servers answers ICMP port unreachable, which the kernel rate-limits (so a probe
+// sees Refused or, right after another, TimedOut).
+func waitNotAnswered(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, proto v1.Protocol, to netip.AddrPort) {
+	t.Helper()
+	err := p.WaitFor(ctx, fmt.Sprintf("%s: not answered", flow(ns, proto, to)), syncTimeout, func(ctx context.Context) error {
+		res := ns.ProbeWith(ctx, lab.Probe{Protocol: proto, Target: to, Timeout: dropTimeout})
+		if res.Outcome == lab.Answered {
+			return fmt.Errorf("probe: %s", res)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, dumpRules(p))
+	}
+}
+
 // expectOutcome checks, once, that a probe from ns has outcome want.
 func expectOutcome(ctx context.Context, t *testing.T, p *proxytest.Proxy, ns *lab.NS, proto v1.Protocol, to netip.AddrPort, want lab.Outcome) {
 	t.Helper()
@@ -296,7 +314,7 @@ func dumpRules(p *proxytest.Proxy) string {
 			fmt.Fprintf(&b, "%s in node1:\n%s\n", iptablesCmd(fam, "-save"), truncate(out))
 		}
 		if ipvsMode() {
-			for _, cmd := range [][]string{{"cat", "/proc/net/ip_vs"}, {"ip", "addr", "show", "dev", "kube-ipvs0"}, {"ipset", "list", "-terse"}} {
+			for _, cmd := range [][]string{{"cat", "/proc/net/ip_vs"}, {"cat", "/proc/net/ip_vs_conn"}, {"ip", "addr", "show", "dev", "kube-ipvs0"}, {"ipset", "save"}, {"sysctl", "net.ipv4.vs.conntrack", "net.ipv4.ip_forward"}, {"conntrack", "-L"}} {
 				out, err := ns.Run(ctx, cmd[0], cmd[1:]...)
 				if err != nil {
 					fmt.Fprintf(&b, "(%s in node1: %v)\n", strings.Join(cmd, " "), err)

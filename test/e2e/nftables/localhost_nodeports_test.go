@@ -29,7 +29,7 @@ const localhostNodePortsGate = "featureGates:\n  KubeProxyNFTablesLocalhostNodeP
 // loopback in nodePortAddresses, TCP on loopback is rejected and counted too.
 // (Without the gate nftables mode never serves loopback: TestLocalhostNodePorts.)
 func TestNFTablesLocalhostNodePorts(t *testing.T) {
-	if iptablesMode() {
+	if proxyMode() != modeNFTables {
 		t.Skip("nftables mode only: the gate is that of upstream's nftables proxier")
 	}
 	l := sharedProxy(t).Lab
