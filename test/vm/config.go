@@ -87,7 +87,7 @@ func ConfigFromEnv(dir string) (Config, error) {
 	var c Config
 	assets := os.Getenv("KPROXY_VM_ASSETS")
 	if assets == "" {
-		root, err := moduleRoot(dir)
+		root, err := ModuleRoot(dir)
 		if err != nil {
 			return c, err
 		}

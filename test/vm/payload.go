@@ -181,7 +181,7 @@ func usrPath(p string) string {
 // its go.mod), skipping what the go command skips: directories starting with "." or
 // "_" (so _output too).
 func addTestdata(c *cpioWriter, dir string) error {
-	root, err := moduleRoot(dir)
+	root, err := ModuleRoot(dir)
 	if err != nil || root == "" {
 		return err
 	}
@@ -228,8 +228,8 @@ func addTree(c *cpioWriter, dir string) error {
 	})
 }
 
-// moduleRoot is the nearest directory at or above dir with a go.mod, or "".
-func moduleRoot(dir string) (string, error) {
+// ModuleRoot is the nearest directory at or above dir with a go.mod, or "".
+func ModuleRoot(dir string) (string, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("finding the module of %s: %w", dir, err)

@@ -154,12 +154,9 @@ func moduleRoot(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no go.mod above %s", wd)
-		}
+	root, err := vm.ModuleRoot(wd)
+	if err != nil || root == "" {
+		t.Fatalf("no go.mod above %s (%v)", wd, err)
 	}
+	return root
 }
