@@ -16,7 +16,7 @@ export PATH=/usr/local/go/bin:$PATH
 
 # The packages whose tests use the kernel (grep -rl roottest.Require internal), with
 # the ipvs mode's (IPVS exists only here: ipvs 28 s, ipvs/dummy 23 s, ipset 45 s,
-# dataplane/ipvs 27 s with its real-packet test, render/ipvs: its rules restored and
+# dataplane/ipvs 27 s with its real-packet test, render/ipvs 76 s: its rules restored and
 # saved back).
 VM_PACKAGES=(./internal/nftnetlink/ ./internal/render/nftables/ ./internal/render/iptables/
   ./internal/iptables/ ./internal/cleanup/ ./internal/conntrack/ ./internal/nfacct/
