@@ -99,6 +99,12 @@ func (l *Lab) startControlPlane(ctx context.Context, t0 time.Time) error {
 		return err
 	}
 
+	return l.connect(ctx, t0)
+}
+
+// connect points the lab's client at the API server (APIServerURL, dialled from
+// node1), waits until it is ready and writes the kubeconfig the proxies use.
+func (l *Lab) connect(ctx context.Context, t0 time.Time) error {
 	l.RESTConfig = l.restConfig(l.APIServerURL())
 	cs, err := kubernetes.NewForConfig(l.RESTConfig)
 	if err != nil {
@@ -173,21 +179,29 @@ func (l *Lab) RestartAPIServer(ctx context.Context) error {
 }
 
 // waitReady polls check until it succeeds, the process exits or ReadyTimeout passes;
-// failures carry the tail of the process's log.
+// failures carry the tail of the process's log. A nil p is the external API server
+// (Options.External): no process of the lab's to watch.
 func (l *Lab) waitReady(ctx context.Context, p *Process, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, l.Options.ReadyTimeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	var exited <-chan struct{} // nil, never ready, without a process
+	if p != nil {
+		exited = p.Done()
+	}
 	var last error
 	for {
 		if last = check(ctx); last == nil {
 			return nil
 		}
 		select {
-		case <-p.Done():
+		case <-exited:
 			return fmt.Errorf("%s exited (%w) before ready; log tail:\n%s", p.Name, p.ExitReason(), p.LogTail(30))
 		case <-ctx.Done():
+			if p == nil {
+				return fmt.Errorf("the external API server %s not ready from node1 after %s (last error: %w)", l.APIServerURL(), l.Options.ReadyTimeout, last)
+			}
 			return fmt.Errorf("%s not ready after %s (last error: %w); log tail:\n%s", p.Name, l.Options.ReadyTimeout, last, p.LogTail(30))
 		case <-tick.C:
 		}

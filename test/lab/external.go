@@ -7,11 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kproxy/kproxy/test/vm"
 )
@@ -99,41 +96,6 @@ func (l *Lab) useExternalControlPlane(ctx context.Context, t0 time.Time) error {
 		return fmt.Errorf("uplink %s in node1: %w", e.Uplink, err)
 	}
 	l.Token = e.Token
-	l.RESTConfig = l.restConfig(e.URL)
-	cs, err := kubernetes.NewForConfig(l.RESTConfig)
-	if err != nil {
-		return fmt.Errorf("client: %w", err)
-	}
-	l.Client = cs
-	if err := l.waitExternalReady(ctx); err != nil {
-		return err
-	}
-	l.Timings.APIServer = time.Since(t0)
-	kc, err := KubeconfigBytes(e.URL, e.Token)
-	if err != nil {
-		return err
-	}
-	l.KubeconfigPath = filepath.Join(l.WorkDir, "kubeconfig")
-	return os.WriteFile(l.KubeconfigPath, kc, 0o600)
-}
-
-// waitExternalReady polls the external API server's /readyz for ReadyTimeout.
-func (l *Lab) waitExternalReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, l.Options.ReadyTimeout)
-	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := l.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
-		rcancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the external API server %s did not answer /readyz from node1 within %s (last error: %w)", l.Options.External.URL, l.Options.ReadyTimeout, err)
-		case <-tick.C:
-		}
-	}
+	// l.APIServer stays nil: waitAPIServerReady then watches no process.
+	return l.connect(ctx, t0)
 }

@@ -88,7 +88,6 @@ func (w *writer) sets(prev, d *render.Desired) {
 func (w *writer) bind(prev, d *render.Desired) []netip.Addr {
 	var have []netip.Addr
 	if prev == nil {
-		var err error
 		all, err := w.p.cfg.Link.Addresses()
 		if err != nil {
 			w.fail(fmt.Errorf("listing the addresses of %s: %w", dummy.LinkName, err))
