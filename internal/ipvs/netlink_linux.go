@@ -7,9 +7,9 @@ import (
 	"sync"
 
 	libipvs "github.com/moby/ipvs"
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/kproxy/kproxy/internal/nlhandle"
 )
 
 // genlFamily is the generic netlink family of the kernel's IPVS interface
@@ -73,41 +73,25 @@ func (n *Netlink) open() (*libipvs.Handle, error) {
 	}
 	h, err := libipvs.New(n.nsPath)
 	if err != nil {
-		return nil, fmt.Errorf("opening IPVS netlink socket in %s: %w", n.where(), err)
+		return nil, fmt.Errorf("opening IPVS netlink socket in %s: %w", nlhandle.Where(n.nsPath), err)
 	}
 	n.handle = h
 	return h, nil
 }
 
 func (n *Netlink) checkFamily() error {
-	ns := netns.None()
-	if n.nsPath != "" {
-		var err error
-		ns, err = netns.GetFromPath(n.nsPath)
-		if err != nil {
-			return fmt.Errorf("opening network namespace %s: %w", n.nsPath, err)
-		}
-		defer ns.Close()
-	}
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_GENERIC)
+	h, err := nlhandle.Open(n.nsPath, unix.NETLINK_GENERIC)
 	if err != nil {
-		return fmt.Errorf("opening generic netlink in %s: %w", n.where(), err)
+		return err
 	}
 	defer h.Close()
 	if _, err := h.GenlFamilyGet(genlFamily); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("%w: generic netlink family %q not registered", ErrUnavailable, genlFamily)
 		}
-		return fmt.Errorf("resolving generic netlink family %q in %s: %w", genlFamily, n.where(), err)
+		return fmt.Errorf("resolving generic netlink family %q in %s: %w", genlFamily, nlhandle.Where(n.nsPath), err)
 	}
 	return nil
-}
-
-func (n *Netlink) where() string {
-	if n.nsPath == "" {
-		return "the current network namespace"
-	}
-	return n.nsPath
 }
 
 // do runs f with the handle, serialised.

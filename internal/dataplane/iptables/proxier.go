@@ -210,12 +210,8 @@ func (p *Proxier) fullSync(ctx context.Context, start time.Time) error {
 	// flush noticed by the canary, after a failure), as upstream.
 	p.writes++
 	for _, j := range render.JumpRules() {
-		table := iptables.Table(j.Table)
-		if _, err := p.cfg.IPT.EnsureChain(ctx, table, iptables.Chain(j.Target)); err != nil {
-			return fmt.Errorf("ensuring chain %s in table %s: %w", j.Target, j.Table, err)
-		}
-		if _, err := p.cfg.IPT.EnsureRule(ctx, true, table, iptables.Chain(j.Chain), j.Args...); err != nil {
-			return fmt.Errorf("ensuring the jump from %s to %s in table %s: %w", j.Chain, j.Target, j.Table, err)
+		if err := iptables.EnsureJump(ctx, p.cfg.IPT, iptables.Table(j.Table), iptables.Chain(j.Chain), iptables.Chain(j.Target), j.Args); err != nil {
+			return err
 		}
 	}
 

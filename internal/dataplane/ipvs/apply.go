@@ -269,13 +269,8 @@ func (w *writer) rules(prev, d *render.Desired) {
 	}
 	if prev == nil {
 		for _, j := range render.JumpRules() {
-			table := iptables.Table(j.Table)
-			if _, err := p.cfg.IPT.EnsureChain(w.ctx, table, iptables.Chain(j.Target)); err != nil {
-				w.fail(fmt.Errorf("ensuring chain %s in table %s: %w", j.Target, j.Table, err))
-				continue
-			}
-			if _, err := p.cfg.IPT.EnsureRule(w.ctx, true, table, iptables.Chain(j.Chain), j.Args...); err != nil {
-				w.fail(fmt.Errorf("ensuring the jump from %s to %s in table %s: %w", j.Chain, j.Target, j.Table, err))
+			if err := iptables.EnsureJump(w.ctx, p.cfg.IPT, iptables.Table(j.Table), iptables.Chain(j.Chain), iptables.Chain(j.Target), j.Args); err != nil {
+				w.fail(err)
 			}
 		}
 	}

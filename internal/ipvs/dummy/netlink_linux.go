@@ -9,8 +9,9 @@ import (
 	"sync"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/kproxy/kproxy/internal/nlhandle"
 )
 
 // Netlink implements Interface over rtnetlink in one network namespace. The
@@ -43,17 +44,9 @@ func (n *Netlink) do(f func(h *netlink.Handle) error) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.handle == nil {
-		ns := netns.None()
-		if n.nsPath != "" {
-			var err error
-			if ns, err = netns.GetFromPath(n.nsPath); err != nil {
-				return fmt.Errorf("opening network namespace %s: %w", n.nsPath, err)
-			}
-			defer ns.Close()
-		}
-		h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+		h, err := nlhandle.Open(n.nsPath, unix.NETLINK_ROUTE)
 		if err != nil {
-			return fmt.Errorf("opening rtnetlink: %w", err)
+			return err
 		}
 		n.handle = h
 	}
