@@ -29,7 +29,8 @@
 //     with no lock held) with the applied state under the sync lock: kproxy's
 //     chains rule by rule, the jumps from the built-in chains, no stale
 //     per-ServicePort chain. Differences make the next sync, triggered at once, a
-//     full one (RequestFullSync).
+//     full one (RequestFullSync). A comparison gives way to syncs: it looks at its
+//     context every 1,024 chains, which LockForSync cancels.
 //   - Sync must be called from one goroutine (the sync runner). RequestFullSync and
 //     Verify may be called from any goroutine.
 package iptables

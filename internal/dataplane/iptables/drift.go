@@ -39,12 +39,14 @@ func (p *Proxier) comparison() *proxycore.DriftComparison[map[render.Table]*ipta
 			}
 			return out, nil
 		},
-		Compare: func(_ context.Context, kernel map[render.Table]*iptables.SaveTable, r *drift.Report) error {
+		Compare: func(ctx context.Context, kernel map[render.Table]*iptables.SaveTable, r *drift.Report) error {
 			if p.applied == nil {
 				return proxycore.ErrNothingApplied
 			}
 			for _, table := range render.Tables() {
-				compareTable(p.applied, table, kernel[table], r)
+				if err := compareTable(ctx, p.applied, table, kernel[table], r); err != nil {
+					return err
+				}
 			}
 			return nil
 		},
@@ -64,11 +66,18 @@ func (p *Proxier) RunDriftChecks(ctx context.Context, trigger func()) error {
 	return proxycore.RunDriftChecks(ctx, p.core, p.comparison(), p.RequestFullSync, trigger)
 }
 
+// compareCheckEvery is how many chains compareTable compares between two looks at
+// its context: it runs under the sync lock, and a sync that wants the lock cancels
+// the comparison (proxycore.Core.LockForSync) instead of waiting for the whole
+// table (tens of thousands of chains at 10,000 Services).
+const compareCheckEvery = 1024
+
 // compareTable adds to r how the kernel's table (nil when iptables-save printed
 // none) differs from what st applied to it. Rules are compared as arguments:
 // iptables-save spaces some extensions' output its own way (nfacct prints two
-// blanks before its name).
-func compareTable(st *render.State, table render.Table, kernel *iptables.SaveTable, r *drift.Report) {
+// blanks before its name). It returns ctx's error, with r incomplete, when ctx
+// ends first.
+func compareTable(ctx context.Context, st *render.State, table render.Table, kernel *iptables.SaveTable, r *drift.Report) error {
 	chains, rules := st.ChainRules(table)
 	got := map[string][]iptables.SaveRule{}
 	declared := map[string]bool{}
@@ -80,8 +89,15 @@ func compareTable(st *render.State, table render.Table, kernel *iptables.SaveTab
 			got[string(rule.Chain)] = append(got[string(rule.Chain)], rule)
 		}
 	}
+	rendered := make(map[string]bool, len(chains))
 	name := func(chain string) string { return string(table) + " " + chain }
-	for _, c := range chains {
+	for i, c := range chains {
+		if i%compareCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		rendered[c] = true
 		switch {
 		case !declared[c]:
 			r.Add(drift.Difference{Kind: "chain", Name: name(c), Change: drift.Missing})
@@ -90,18 +106,19 @@ func compareTable(st *render.State, table render.Table, kernel *iptables.SaveTab
 		}
 	}
 	for c := range declared {
-		if render.IsServiceChain(c) && !slices.Contains(chains, c) {
+		if render.IsServiceChain(c) && !rendered[c] {
 			r.Add(drift.Difference{Kind: "chain", Name: name(c), Change: drift.Extra})
 		}
 	}
 	for _, j := range render.JumpRules() {
-		if j.Table != table || !declared[j.Target] && !slices.Contains(chains, j.Target) {
+		if j.Table != table || !declared[j.Target] && !rendered[j.Target] {
 			continue
 		}
 		if !slices.ContainsFunc(got[j.Chain], func(rule iptables.SaveRule) bool { return jumpsTo(rule.Args, j.Target) }) {
 			r.Add(drift.Difference{Kind: "rule", Name: name(j.Chain), Change: drift.Missing, Detail: "the jump to " + j.Target})
 		}
 	}
+	return nil
 }
 
 // sameRule reports whether the kernel's rule has the arguments of an applied

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kproxy/kproxy/internal/dataplane/dptest"
 	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/iptables"
 )
 
@@ -110,5 +111,27 @@ func TestDriftCheckRepairs(t *testing.T) {
 	}
 	if v := dptest.Value(t, f.Registry, "kubeproxy_kproxy_drift_repairs_total", dptest.IPv4Label); v != 1 {
 		t.Errorf("kubeproxy_kproxy_drift_repairs_total = %v, want 1", v)
+	}
+}
+
+// TestCompareGivesWayToItsContext: a comparison whose context ended (a sync wants
+// the lock) stops with the context's error instead of comparing every chain.
+func TestCompareGivesWayToItsContext(t *testing.T) {
+	f := newFixture(t)
+	f.AddStandardServices()
+	f.sync()
+	c := f.proxier.comparison()
+	kernel, err := c.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var r drift.Report
+	if err := c.Compare(ctx, kernel, &r); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Compare with an ended context = %v, want context.Canceled", err)
+	}
+	if err := c.Compare(context.Background(), kernel, &r); err != nil || len(r.Differences) > 0 {
+		t.Fatalf("Compare after a sync = %v with %d differences, want none", err, len(r.Differences))
 	}
 }
