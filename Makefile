@@ -31,7 +31,8 @@ demo: setup
 ## suites of test/ and deploy/ (which need root and fail, rather than skip, when they
 ## cannot run). The cluster images are built first: the short cluster suite
 ## (test/e2e/cluster) runs kproxy as a DaemonSet from its image. Last, the kernel tests
-## again in a VM with Debian 12's kernel, and the e2e suite in ipvs mode there (vm-test).
+## again in a VM with Debian 12's kernel, the e2e suite in ipvs mode there, and the
+## differential suite's ipvs cases (vm-test).
 test: setup cluster-images vm-assets vet lint verify-generated
 	$(E2E_ENV) go test $(GO_TEST_FLAGS) -race ./internal/... ./cmd/... ./bench/...
 	$(E2E_ENV) go test $(GO_TEST_FLAGS) ./test/... ./deploy/...
@@ -128,6 +129,8 @@ vm-assets:
 ## deleting chains right after their last map element, netlink partial syncs) and the
 ## iptables paths; VM_SKIP= runs everything (hack/vm-test.sh says which). Then the
 ## end-to-end suite in ipvs mode in the VM, against an API server on this host
-## (test/e2e/vmsuite; VM_E2E=0 leaves it out). See docs/vm.md.
+## (test/e2e/vmsuite), and the differential suite's ipvs cases there (upstream's binary
+## and ours: --cleanup of live ipvs state, a lab run; VM_E2E=0 leaves both out, VM_DIFF=0
+## the latter). See docs/vm.md.
 vm-test: vm-assets
 	hack/vm-test.sh

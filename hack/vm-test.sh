@@ -8,7 +8,9 @@
 # is each package's result line and every skipped or failed test, so that a test
 # skipped in the VM (a binary or module missing there) does not pass unseen.
 # Usage: hack/vm-test.sh [PACKAGE...] (default: VM_PACKAGES below, then the e2e suite in
-# ipvs mode in the VM, test/e2e/vmsuite; VM_E2E=0 leaves that out).
+# ipvs mode in the VM, test/e2e/vmsuite, and the differential suite's VM cases, ipvs
+# mode's --cleanup with live state and a lab run against upstream's binary; VM_E2E=0
+# leaves both out, VM_DIFF=0 only the latter).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -70,6 +72,29 @@ if [ $# = 0 ] && [ "${VM_E2E:-1}" = 1 ]; then
   if [ $e2erc != 0 ]; then
     echo "vm-test: the ipvs e2e suite FAILED (exit $e2erc); see $e2elog" >&2
     [ $rc != 0 ] || rc=$e2erc
+  fi
+fi
+
+# The differential suite's VM cases (test/e2e/differential, vm: true in its corpus):
+# upstream's binary (the oracle) and ours in ipvs mode, --cleanup of ipvs mode's live
+# state and a lab run, in the VM against this host's API server (TestDifferentialInVM;
+# its output to _output/vm/differential-ipvs.log; 189 s measured on 2026-12-06 on a
+# loaded machine). Needs _output/bin/kube-proxy-upstream (hack/build-tools.sh, part of
+# setup).
+if [ $# = 0 ] && [ "${VM_E2E:-1}" = 1 ] && [ "${VM_DIFF:-1}" = 1 ]; then
+  difflog=_output/vm/differential-ipvs.log
+  echo "vm-test: the differential suite's ipvs cases in the VM; full output in $difflog"
+  set +e
+  diffstart=$SECONDS
+  KPROXY_E2E_VM=1 KPROXY_E2E_REQUIRED=1 KPROXY_PROXY_BIN="$root/_output/bin/kube-proxy" \
+    go test -count=1 -timeout 15m -v -run '^TestDifferentialInVM$' ./test/e2e/differential/ > "$difflog" 2>&1
+  diffrc=$?
+  set -e
+  grep -E '^(ok |FAIL|--- FAIL|panic:)|^ *--- (PASS|SKIP|FAIL)|vm_test.go|differences? from upstream' "$difflog" || true
+  echo "vm-test: the differential suite's ipvs cases took $((SECONDS - diffstart)) s"
+  if [ $diffrc != 0 ]; then
+    echo "vm-test: the differential suite's ipvs cases FAILED (exit $diffrc); see $difflog" >&2
+    [ $rc != 0 ] || rc=$diffrc
   fi
 fi
 if [ $rc != 0 ]; then

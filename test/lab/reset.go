@@ -6,6 +6,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/ipvs"
 )
 
 // emptyIPTables is iptables-restore input that, without --noflush, flushes every chain
@@ -16,7 +18,9 @@ const emptyIPTables = "*nat\nCOMMIT\n*filter\nCOMMIT\n*mangle\nCOMMIT\n"
 // only namespace the proxies touch, where no other software writes rules): the
 // kube-proxy nftables tables of both families, node1's iptables nat, filter and
 // mangle tables of both families (restored empty, through the backend the proxies use
-// in the lab, see IPTablesCommand), and the conntrack table. It is best effort: what
+// in the lab, see IPTablesCommand), the ipvs mode's state where the kernel has IPVS
+// (the test VM: its virtual servers, kube-ipvs0, and, once no rule references them,
+// node1's ipsets), and the conntrack table. It is best effort: what
 // is already gone is not an error. The benchmarks and the differential suite run one
 // proxy after another in node1 and call it in between.
 func (l *Lab) ResetNode1Dataplane(ctx context.Context) {
@@ -30,5 +34,20 @@ func (l *Lab) ResetNode1Dataplane(ctx context.Context) {
 		cmd.Stdin = strings.NewReader(emptyIPTables)
 		_ = cmd.Run()
 	}
+	l.resetNode1IPVS(ctx)
 	_, _ = l.Node1.NS.Run(ctx, "conntrack", "-F")
+}
+
+// resetNode1IPVS removes the ipvs mode's state from node1 when the kernel has IPVS
+// (elsewhere no proxy can have written any). It runs after the iptables reset: a
+// set that a rule still references cannot be destroyed.
+func (l *Lab) resetNode1IPVS(ctx context.Context) {
+	table := ipvs.New("/run/netns/" + l.Node1.NS.Name)
+	defer table.Close()
+	if table.Available() != nil {
+		return
+	}
+	_ = table.Flush()
+	_, _ = l.Node1.NS.Run(ctx, "ip", "link", "del", "kube-ipvs0")
+	_, _ = l.Node1.NS.Run(ctx, "ipset", "destroy")
 }

@@ -68,6 +68,22 @@ func (a Allowance) inScope(name string, aspect Aspect) bool {
 	return (a.Aspect == "" || a.Aspect == aspect) && globMatch(a.Case, name)
 }
 
+// VMOnly reports whether the entry is about VM cases only: its case glob matches
+// some case and every case it matches has vm: true. The VM's run of TestDifferential
+// judges such entries (it compares only the VM cases), the run outside it the others.
+func (a Allowance) VMOnly(cases []*Case) bool {
+	matched := false
+	for _, c := range cases {
+		if globMatch(a.Case, c.Name) {
+			if !c.VM {
+				return false
+			}
+			matched = true
+		}
+	}
+	return matched
+}
+
 func (a Allowance) matches(d Difference) bool {
 	return a.inScope(d.Case, d.Aspect) && globMatch(a.key(), d.Key)
 }

@@ -111,8 +111,9 @@ func checkIPTablesBackend(ctx context.Context, ns *lab.NS) error {
 	return nil
 }
 
-// runCleanup runs bin for c in a fresh private namespace seeded with the rules of
-// every mode and returns its result and what it left.
+// runCleanup runs bin for c in a fresh private namespace seeded with c's seed (the
+// rules of every mode, or the ipvs mode's live state) and returns its result and
+// what it left.
 func runCleanup(ctx context.Context, l *lab.Lab, bin Binary, c *Case, role, dir string) (Result, map[string]string, error) {
 	ns, err := l.NewScratchNamespace(ctx, role)
 	if err != nil {
@@ -122,7 +123,11 @@ func runCleanup(ctx context.Context, l *lab.Lab, bin Binary, c *Case, role, dir 
 	if err := checkIPTablesBackend(ctx, ns); err != nil {
 		return Result{}, nil, err
 	}
-	if err := seed(ctx, ns); err != nil {
+	seedFn := seed
+	if c.Seed == SeedIPVS {
+		seedFn = seedIPVS
+	}
+	if err := seedFn(ctx, ns); err != nil {
 		return Result{}, nil, err
 	}
 	r, err := runOffline(ctx, ns, bin, c, dir)
@@ -130,5 +135,13 @@ func runCleanup(ctx context.Context, l *lab.Lab, bin Binary, c *Case, role, dir 
 		return r, nil, err
 	}
 	left, err := rulesSnapshot(ctx, ns)
+	if err != nil || c.Seed != SeedIPVS {
+		return r, left, err
+	}
+	// The ipvs mode's state beyond rules: virtual servers, ipsets, links.
+	live, err := ipvsSnapshot(ctx, ns)
+	for k, v := range live {
+		left[k] = v
+	}
 	return r, left, err
 }

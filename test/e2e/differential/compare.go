@@ -59,7 +59,7 @@ func OfflineDiffs(name string, aspect Aspect, up, ours Result) []Difference {
 
 func exitText(r Result) string {
 	if r.TimedOut {
-		return fmt.Sprintf("still running after %s (killed)", offlineTimeout)
+		return fmt.Sprintf("still running after %s (killed)", runTimeout())
 	}
 	return fmt.Sprintf("exit %d", r.Exit)
 }

@@ -37,10 +37,23 @@ type Case struct {
 	// seeded into a fresh private namespace, each binary runs there with Args, and
 	// what is left is compared.
 	Cleanup bool `json:"cleanup,omitempty"`
+	// Seed names the state a --cleanup case starts from: "" is SeedModes, the
+	// iptables and nftables modes' rules; SeedIPVS is the ipvs mode's live state,
+	// which needs a kernel with IPVS (so VM too).
+	Seed string `json:"seed,omitempty"`
+	// VM, when set, runs the case only in the test VM with Debian 12's kernel, which
+	// has IPVS (TestDifferentialInVM, hack/vm-test.sh); everywhere else it is not run.
+	VM bool `json:"vm,omitempty"`
 	// Lab, when set, also starts each binary in turn in the lab's node1 against the
 	// lab's API server.
 	Lab *LabRun `json:"lab,omitempty"`
 }
+
+// The seeds of --cleanup cases (Case.Seed).
+const (
+	SeedModes = ""
+	SeedIPVS  = "ipvs"
+)
 
 // LabRun is the part of a case that runs in the lab.
 type LabRun struct {
@@ -151,6 +164,14 @@ func (c *Case) check(base string) error {
 	}
 	if slices.Contains(c.Compare, AspectCleanup) != c.Cleanup {
 		return errors.New("cleanup: true and compare: [cleanup] go together")
+	}
+	switch {
+	case c.Seed != SeedModes && c.Seed != SeedIPVS:
+		return fmt.Errorf("seed %q: want %q or none", c.Seed, SeedIPVS)
+	case c.Seed != SeedModes && !c.Cleanup:
+		return errors.New("seed is for cleanup cases")
+	case c.Seed == SeedIPVS && !c.VM:
+		return errors.New("seed ipvs needs IPVS: set vm: true")
 	}
 	if c.Config != "" && !uses(c.Args, "{{config}}") && (c.Lab == nil || !uses(c.Lab.Args, "{{config}}")) {
 		return errors.New("has a config but no argument names {{config}}")

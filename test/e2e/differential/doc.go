@@ -21,7 +21,14 @@
 //   - cleanup: for --cleanup cases, each binary in its own fresh private namespace
 //     seeded with what upstream wrote in iptables and in nftables mode plus rules
 //     that are not kube-proxy's (testdata/cleanup); compared: the exit status and
-//     every iptables chain, rule and nftables table left.
+//     every iptables chain, rule and nftables table left. Cases with seed: ipvs
+//     start instead from ipvs mode's live state as upstream left it in the test VM's
+//     node1 for the lab's Service (testdata/cleanup/ipvs: the KUBE-* ipsets,
+//     kube-ipvs0 with its addresses, the virtual and real servers in ipvsadm-save's
+//     notation, the iptables chains of ipvs mode), plus a set, a dummy link,
+//     virtual servers and iptables rules that are not kube-proxy's; what is left is
+//     compared also by virtual server (with its real servers), ipset (type and
+//     members) and link (kind, state, addresses).
 //   - lab: for cases with a lab part, each binary in turn in the lab's node1 with the
 //     same config file (kubeadm's kubeconfig path pointing at the lab's API server),
 //     against the same API objects (a dual-stack NodePort Service with an endpoint
@@ -32,7 +39,21 @@
 //     upstream exposes must exist in kproxy with the same type and label names
 //     (families only kproxy has are not differences).
 //
+// The VM's share: this machine's kernel has no IPVS, so the cases with vm: true (the
+// ipvs-seeded --cleanup cases and a lab run in ipvs mode) run only in the test VM
+// with Debian 12's kernel (test/vm). TestDifferentialInVM, on the host, packs both
+// binaries and this package's test binary and runs TestDifferential in the VM, as
+// test/e2e/vmsuite runs its suite: the VM's lab uses the host lab's API server over
+// a tap (lab.ExternalControlPlane). TestDifferential runs the VM cases in the VM and
+// the others everywhere else. In the VM the cleanup cases run one at a time and an
+// offline run is bounded by 2 minutes instead of 30 s (emulated CPUs). Between the
+// lab runs node1's ipvs state (virtual servers, kube-ipvs0, ipsets) is reset too.
+//
 // Contract:
+//   - TestDifferentialInVM runs only with KPROXY_E2E_VM=1 (hack/vm-test.sh's step of
+//     make test, after the vmsuite); elsewhere it skips with the reason, and without
+//     root, the VM's assets, qemu or either binary it skips (fails under
+//     KPROXY_E2E_REQUIRED=1).
 //   - One lab per package (TestMain); everything runs in namespaces the lab creates and
 //     deletes; the root network namespace is never touched. A lab case whose effective
 //     configuration (upstream's --write-config-to for the same arguments) would make
@@ -43,7 +64,9 @@
 //     and allow-list checks and the comparison logic's unit tests run everywhere.
 //   - Every wait is a bounded condition that says what it awaited.
 //   - The allow-list cannot rot: an entry that is about something compared in this run
-//     (its case glob and aspect) but matched no difference fails the test. Entries
+//     (its case glob and aspect) but matched no difference fails the test. An entry
+//     whose case glob matches only VM cases is judged by the VM's run, every other
+//     entry by the run outside the VM (Allowance.VMOnly). Entries
 //     whose reason starts with "PENDING:" are known, unintended differences being
 //     fixed; they go when the fix lands.
 package differential

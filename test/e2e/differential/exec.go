@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kproxy/kproxy/test/lab"
+	"github.com/kproxy/kproxy/test/vm"
 )
 
 // Binary is one of the two programs compared.
@@ -28,11 +29,26 @@ const (
 
 // offlineTimeout bounds one offline run. Every offline input ends by itself (it
 // prints, fails, or fails to create its API client); one that does not is a finding.
-const offlineTimeout = 30 * time.Second
+// In the test VM (TCG, emulated CPUs) a --cleanup of ipvs mode's state runs dozens
+// of iptables and ipset commands, each a process start there: 25 to 35 s per binary
+// with one case at a time (measured on a loaded machine), past 30 s for both with
+// three at once; so the bound there is vmOfflineTimeout.
+const (
+	offlineTimeout   = 30 * time.Second
+	vmOfflineTimeout = 2 * time.Minute
+)
+
+// runTimeout is the bound of one offline run here.
+func runTimeout() time.Duration {
+	if vm.InVM() {
+		return vmOfflineTimeout
+	}
+	return offlineTimeout
+}
 
 // Result is what one offline run did.
 type Result struct {
-	Exit     int // the exit status; -1 when it was killed at offlineTimeout
+	Exit     int // the exit status; -1 when it was killed at runTimeout
 	TimedOut bool
 	Stdout   string
 	Stderr   string
@@ -79,7 +95,7 @@ func runOffline(ctx context.Context, ns *lab.NS, bin Binary, c *Case, dir string
 // runIn runs bin with args inside ns and collects its result; out is where
 // --write-config-to writes, if anywhere.
 func runIn(ctx context.Context, ns *lab.NS, bin Binary, args []string, out string) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, offlineTimeout)
+	ctx, cancel := context.WithTimeout(ctx, runTimeout())
 	defer cancel()
 	cmd := ns.Command(ctx, bin.Path, args...)
 	cmd.Env = childEnv()
@@ -109,7 +125,7 @@ func runIn(ctx context.Context, ns *lab.NS, bin Binary, args []string, out strin
 func (r Result) Summary() string {
 	var b strings.Builder
 	if r.TimedOut {
-		fmt.Fprintf(&b, "did not exit within %s", offlineTimeout)
+		fmt.Fprintf(&b, "did not exit within %s", runTimeout())
 	} else {
 		fmt.Fprintf(&b, "exit %d", r.Exit)
 	}

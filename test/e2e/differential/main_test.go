@@ -1,6 +1,7 @@
 package differential
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/kproxy/kproxy/test/e2e/proxytest"
 	"github.com/kproxy/kproxy/test/lab"
 	"github.com/kproxy/kproxy/test/lab/labtest"
+	"github.com/kproxy/kproxy/test/vm"
 )
 
 // One pod per node is enough: the lab's Service gives both proxies something to
@@ -18,6 +20,10 @@ import (
 var suite = &labtest.Suite{Options: lab.Options{Node1Pods: 1, Node2Pods: 1}}
 
 func TestMain(m *testing.M) {
+	// TestDifferentialInVM boots the test VM with this binary as its agent (test/vm).
+	if vm.IsAgent() {
+		os.Exit(vm.Agent(context.Background()))
+	}
 	// In -short mode (make unit) suite.Main starts no lab and only the checks that
 	// need none run.
 	code := suite.Main(m)
@@ -87,8 +93,8 @@ func loadInputs(t *testing.T) ([]*Case, []Allowance) {
 }
 
 // checkAspect records the differences of one aspect of one case in the ledger, logs
-// the allowed ones and fails t on the others.
-func checkAspect(t *testing.T, ledger *Ledger, name string, aspect Aspect, diffs []Difference) {
+// the allowed ones and fails t on the others (then it returns true).
+func checkAspect(t *testing.T, ledger *Ledger, name string, aspect Aspect, diffs []Difference) (failed bool) {
 	t.Helper()
 	unexplained, explained := ledger.Record(name, aspect, diffs)
 	for _, e := range explained {
@@ -101,6 +107,7 @@ func checkAspect(t *testing.T, ledger *Ledger, name string, aspect Aspect, diffs
 		}
 		t.Errorf("%d difference(s) from upstream that %s does not list:%s", len(unexplained), AllowListPath, msg)
 	}
+	return len(unexplained) > 0
 }
 
 // checkNoKubeconfig guards offline runs: with kubeadm's kubeconfig present on this

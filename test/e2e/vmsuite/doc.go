@@ -9,11 +9,13 @@
 // node1 and uses the host's API server over it (lab.ExternalControlPlane): the proxy
 // under test, run in the VM's node1, reaches the API server as on a real node, and
 // the API server runs at the host's speed rather than under emulation. The suite's
-// output streams back to the host test's output.
+// output streams back to the host test's output. RunInVM is that host half for any
+// end-to-end test package; test/e2e/differential runs its VM cases (ipvs mode
+// against upstream's binary) with it.
 //
 // Contract:
-//   - It runs only with KPROXY_E2E_VM=1 (hack/vm-test.sh, part of make test, sets
-//     it): in `go test ./test/...` it skips, so that the VM does not share the
+//   - It runs only with KPROXY_E2E_VM=1 (OwnStepEnv; hack/vm-test.sh, part of make
+//     test, sets it): in `go test ./test/...` it skips, so that the VM does not share the
 //     machine's two cores with the other suites.
 //   - Root only; without root, the VM assets (make vm-assets), qemu or the kube-proxy
 //     binary the test skips with the reason, and fails instead with
