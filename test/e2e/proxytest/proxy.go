@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,9 @@ type Options struct {
 	ExtraConfig string
 	// Args are extra command-line arguments.
 	Args []string
+	// Wrapper, when set, is a command and its arguments that run the binary (which
+	// must exec it in place), such as setpriv limiting its capabilities.
+	Wrapper []string
 }
 
 // Proxy is a running kproxy in the lab's node1.
@@ -113,6 +117,10 @@ func Start(l *lab.Lab, o Options) (*Proxy, error) {
 		return nil, err
 	}
 	args := append([]string{"--config=" + path, "-v=2"}, o.Args...)
+	if len(o.Wrapper) > 0 {
+		args = append(append(slices.Clone(o.Wrapper[1:]), bin), args...)
+		bin = o.Wrapper[0]
+	}
 	p, err := l.StartProcess(l.Node1.NS, o.Name, bin, args...)
 	if err != nil {
 		return nil, err
