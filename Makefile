@@ -29,7 +29,7 @@ demo: setup
 ## test: set up, then vet, lint, and run every test: the packages of internal/, cmd/ and
 ## bench/ (unit and kernel tests) once, under the race detector, then the end-to-end
 ## suites of test/ and deploy/ (which need root and fail, rather than skip, when they
-## cannot run). The cluster images are built first: the short cluster suite
+## cannot run), and a share of the nftables suite against the daemon built with -race. The cluster images are built first: the short cluster suite
 ## (test/e2e/cluster) runs kproxy as a DaemonSet from its image. Last, the kernel tests
 ## again in a VM with Debian 12's kernel, the e2e suite in ipvs mode there, and the
 ## differential suite's ipvs cases (vm-test).
@@ -42,6 +42,10 @@ test: setup cluster-images vm-assets vet lint verify-generated
 	$(E2E_ENV) KPROXY_E2E_MODE=iptables go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
 	@echo "the same suite with a blank mode in the configuration file (iptables mode, as upstream)"
 	$(E2E_ENV) KPROXY_E2E_MODE=default go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
+	@echo "the daemon built with -race: churn, restarts, drift repair, a mode switch, the state API (a race report in a proxy's log fails the lab)"
+	hack/build.sh --race
+	$(E2E_ENV) KPROXY_PROXY_BIN=$(CURDIR)/_output/bin/kube-proxy-race KPROXY_E2E_CHURN_DURATION=30s go test $(GO_TEST_FLAGS) \
+		-run '^(TestChurn|TestLifecycle|TestDrift|TestExplain|TestModeSwitch|TestSessionAffinitySurvivesRestart)$$' ./test/e2e/nftables/
 	@echo "the real cluster: kproxy as a DaemonSet, upstream's focused sig-network specs, takeover"
 	$(E2E_ENV) KPROXY_E2E_CLUSTER=1 go test $(GO_TEST_FLAGS) -v ./test/e2e/cluster/
 	@echo "the kernel matrix: the kernel tests again, in a VM with Debian 12's kernel (6.1)"

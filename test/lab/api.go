@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
 )
 
 // CreateNodes registers node1 and node2 (with status) as a kubelet would.
@@ -46,6 +47,25 @@ func (l *Lab) CreateService(ctx context.Context, svc *v1.Service) (*v1.Service, 
 	out, err := l.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("create service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return out, nil
+}
+
+// UpdateService applies mutate to the stored Service name (in "default") and
+// writes it back, again on a conflict, returning the stored result.
+func (l *Lab) UpdateService(ctx context.Context, name string, mutate func(*v1.Service)) (*v1.Service, error) {
+	var out *v1.Service
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		svc, err := l.Client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(svc)
+		out, err = l.Client.CoreV1().Services(metav1.NamespaceDefault).Update(ctx, svc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update service %s/%s: %w", metav1.NamespaceDefault, name, err)
 	}
 	return out, nil
 }

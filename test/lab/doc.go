@@ -15,7 +15,9 @@
 // Contract:
 //   - New has no side effects; Start builds everything and, when it fails midway, tears
 //     down what it built; Close is idempotent and removes every namespace, process,
-//     listener and (unless kept) the work directory.
+//     listener and (unless kept) the work directory. Close fails, and keeps the work
+//     directory, when a process's log holds a race detector report (a daemon built
+//     with -race carries on after one).
 //   - Nothing is ever configured in the root network namespace: namespaces are created
 //     with `ip netns add`, veth pairs are created directly inside lab namespaces, and
 //     sysctls are written only inside lab namespaces.

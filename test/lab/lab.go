@@ -273,6 +273,10 @@ func (l *Lab) close() error {
 	}
 	wg.Wait()
 	errs = append(errs, stopErrs...)
+	if err := raceReports(procs); err != nil {
+		errs = append(errs, err)
+		removeWorkDir = false // the reports are in the logs
+	}
 	for _, s := range servers {
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)
