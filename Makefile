@@ -47,7 +47,7 @@ test: setup cluster-images vm-assets vet lint verify-generated
 	hack/vm-test.sh
 
 ## bench: set up, then compare kproxy with upstream kube-proxy in the lab (not part of test;
-## BENCH_FLAGS=--with-30k ...), and in ipvs mode in the test VM (ratios only; about 10
+## BENCH_FLAGS=--with-30k ...), and in ipvs mode in the test VM (ratios only; about 11
 ## minutes more; BENCH_VM=0 skips it). The binary is built static: it is also the VM's agent.
 BENCH_VM ?= 1
 bench: setup $(if $(filter 1,$(BENCH_VM)),vm-assets)
