@@ -23,7 +23,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -72,7 +71,7 @@ func main() {
 	vmChangeSize := flag.Int("vm-change-services", 250, "Service count of the VM's change series (upstream's ipvs syncs take about 40 s at 1,000 under TCG, longer than a change's 30 s bound)")
 	vmRepeat := flag.Int("vm-repeat", 3, "initial-sync repetitions per proxy in the VM")
 	vmChangeBound := flag.Duration("vm-change-bound", 2*time.Minute, "bound of one change in the VM")
-	vmChanges := flag.Int("vm-changes", 10, "endpoint changes per proxy in the VM (upstream's ipvs mode takes 25-40 s per change there, every sync being a full one: its p99 is then its slowest)")
+	vmChanges := flag.Int("vm-changes", 10, "endpoint changes per proxy in the VM (upstream's ipvs mode takes 8-17 s a change there at 250 Services, each a full sync: its p99 is then its slowest)")
 	vmTimeout := flag.Duration("vm-timeout", 15*time.Minute, "bound of one VM run (one mode at one size)")
 	vmWorker := flag.Bool("vm-worker", false, "internal: be the run in the VM (started by the host's kproxy-bench)")
 	flag.Parse()
@@ -112,10 +111,7 @@ func main() {
 			Cap: *capDur, SampleSize: *sample, ChangeSize: *changeSize, Changes: *changes, ChangeBound: *changeBound,
 			GapDefault: *gapDefault, GapZero: *gapZero, LoadWorkers: *loadWorkers,
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-		defer stop()
-		if err := bench.RunInVM(klog.NewContext(ctx, klog.Background()), cfg, os.Stdout); err != nil {
-			stop()
+		if err := runWorker(cfg); err != nil {
 			fatal(err)
 		}
 		return
@@ -179,26 +175,6 @@ func main() {
 	if err := run(cfg, vmHost, *keep, *out, *readme, filepath.Join(root, "README.md")); err != nil {
 		fatal(err)
 	}
-}
-
-// newVMHost is the host's half of the VM runs: the assets of make vm-assets, qemu, and
-// this binary as the VM's agent and worker.
-func newVMHost(root string, timeout time.Duration) (*bench.VMHost, error) {
-	cfg, err := vm.ConfigFromEnv(root)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.CheckAssets(); err != nil {
-		return nil, err
-	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		return nil, fmt.Errorf("no qemu-system-x86_64 (hack/setup.sh installs it): %w", err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("this binary's path (the VM's agent): %w", err)
-	}
-	return &bench.VMHost{VM: cfg, Self: self, Timeout: timeout, Log: os.Stderr}, nil
 }
 
 func run(cfg bench.Config, vmHost *bench.VMHost, keep bool, outDir string, updateReadme bool, readmePath string) (err error) {
