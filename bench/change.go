@@ -13,9 +13,9 @@ import (
 	"github.com/kproxy/kproxy/test/lab"
 )
 
-// ChangeBound bounds the wait for one change to take effect; a change not seen by then
-// is recorded at the bound.
-const ChangeBound = 30 * time.Second
+// DefaultChangeBound bounds the wait for one change to take effect (Config.ChangeBound
+// overrides it); a change not seen by then is recorded at the bound.
+const DefaultChangeBound = 30 * time.Second
 
 // ChangeResult holds the latencies of one change series.
 type ChangeResult struct {
@@ -32,7 +32,8 @@ type ChangeResult struct {
 // previous one taking effect, and the first change from the call (which comes right
 // after the initial sync was seen): the proxy's last write must not be less than
 // minSyncPeriod before a change, or its rate limit, not its latency, decides the figure.
-func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod, churn []*Svc, count int, gap time.Duration) (ChangeResult, error) {
+// A change not seen within bound is recorded at bound (capped).
+func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod, churn []*Svc, count int, gap, bound time.Duration) (ChangeResult, error) {
 	logger := klog.FromContext(ctx)
 	var res ChangeResult
 	if len(churn) == 0 {
@@ -55,13 +56,17 @@ func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod
 		}
 		s := churn[k%len(churn)]
 		next := nextBackend(ld.Backends, s.Pod)
-		ch, err := changeOnce(ctx, ld, client, s, next)
+		ch, err := changeOnce(ctx, ld, client, s, next, bound)
 		if err != nil {
 			return res, err
 		}
 		lat := ch.answered.Sub(ch.written)
 		phases := phasesOf(ctx, sw, src, ch.rv, ch.sent, ch.written, ch.answered)
-		if lat >= ChangeBound {
+		if lat >= bound {
+			if res.Capped == 0 {
+				// Once per series: what the proxy was doing says whether it was slow or stuck.
+				logger.Info("Change not seen within the bound", "proxy", r.Proxy.Name, "k", k, "bound", bound, "logTail", r.Process.LogTail(15))
+			}
 			res.Capped++
 		}
 		res.Latencies = append(res.Latencies, lat)
@@ -81,13 +86,13 @@ func nextBackend(backends []*lab.Pod, cur *lab.Pod) *lab.Pod {
 }
 
 // change is one change's timeline: the update sent, returned with resourceVersion rv,
-// and the first probe answered by the new pod (written+ChangeBound when none was).
+// and the first probe answered by the new pod (written+bound when none was).
 type change struct {
 	rv                      string
 	sent, written, answered time.Time
 }
 
-func changeOnce(ctx context.Context, ld *Loader, client *lab.Pod, s *Svc, next *lab.Pod) (change, error) {
+func changeOnce(ctx context.Context, ld *Loader, client *lab.Pod, s *Svc, next *lab.Pod, bound time.Duration) (change, error) {
 	slice := s.Slice.DeepCopy()
 	want := lab.BuildEndpointSlices(s.Object, lab.PodEndpoints(next), slice.Ports, lab.SliceOptions{TriggerTime: time.Now()})[0]
 	slice.Endpoints = want.Endpoints
@@ -108,8 +113,8 @@ func changeOnce(ctx context.Context, ld *Loader, client *lab.Pod, s *Svc, next *
 			ch.answered = now
 			return ch, nil
 		}
-		if now.Sub(written) >= ChangeBound {
-			ch.answered = written.Add(ChangeBound)
+		if now.Sub(written) >= bound {
+			ch.answered = written.Add(bound)
 			return ch, nil
 		}
 		if ctx.Err() != nil {

@@ -9,13 +9,22 @@
 //     measured.
 //   - Each proxy run starts from an empty dataplane: after a proxy stops, the harness
 //     deletes the "kube-proxy" nftables tables, restores the iptables nat, filter and
-//     mangle tables empty and flushes conntrack in node1 (the only namespace the
-//     proxies touch).
+//     mangle tables empty, removes the ipvs objects (virtual servers, ipsets,
+//     kube-ipvs0) and flushes conntrack in node1 (the only namespace the proxies touch;
+//     lab.ResetNode1Dataplane).
 //   - Every measurement is taken from outside the proxy: probes from a client pod, the
-//     count of Services the kernel holds (the service-ips map, or the "cluster IP"
-//     rules of the nat KUBE-SERVICES chain), and /proc of the proxy process.
+//     count of Services the kernel holds (the service-ips map, the "cluster IP"
+//     rules of the nat KUBE-SERVICES chain, or the IPv4 IPVS virtual servers), and
+//     /proc of the proxy process.
 //   - Everything is bounded (per-proxy cap, probe timeouts); the lab is torn down on
 //     exit and on SIGINT/SIGTERM by the caller.
+//   - ipvs mode, which this host's kernel lacks, is measured in the test VM (VMPlan;
+//     test/vm, Debian 12's 6.1 kernel under TCG): VMHost boots it with a tap in the
+//     host lab's node1, and the same binary there (RunInVM) builds a lab with the
+//     host's pod layout on the host's API server, takes the objects the host loaded
+//     (Loader.Adopt), and runs the same Runner, one mode at one size; the host reads
+//     the churn Services back afterwards. Its rows are ratios only: emulation decides
+//     the absolute figures.
 //
 // The package is not run by `go test`: it has no tests that start a lab; the command
 // is bench/cmd/kproxy-bench.

@@ -23,7 +23,7 @@ type Proxy struct {
 // Running is a started proxy.
 type Running struct {
 	Proxy   Proxy
-	Mode    string // ModeNFTables or ModeIPTables
+	Mode    string // ModeNFTables, ModeIPTables or ModeIPVS
 	Process *lab.Process
 	Started time.Time // just before the process was started
 }
@@ -34,11 +34,12 @@ type StartOptions struct {
 	// say 0 (defaulting turns 0 into 1s, upstream and kproxy alike) and flags are
 	// ignored when --config is given, so the proxy is then configured by flags only:
 	// the same settings as proxytest.Config plus --iptables-min-sync-period=0 (which
-	// upstream and kproxy apply to nftables mode too).
+	// upstream and kproxy apply to nftables mode too), or --ipvs-min-sync-period=0.
+	// ipvs mode needs none of it: its default is 0 already (defaultMinSyncZero).
 	MinSyncZero bool
 }
 
-// Start runs p in node1 in mode (nftables or iptables); the lab stops it at teardown
+// Start runs p in node1 in mode (nftables, iptables, or ipvs in the test VM); the lab stops it at teardown
 // at the latest.
 func Start(l *lab.Lab, p Proxy, mode, tag string, o StartOptions) (*Running, error) {
 	name := fmt.Sprintf("%s-%s", p.Name, tag)
@@ -50,7 +51,7 @@ func Start(l *lab.Lab, p Proxy, mode, tag string, o StartOptions) (*Running, err
 			"--proxy-mode=" + mode,
 			"--cluster-cidr=" + lab.ClusterCIDRs.V4.String() + "," + lab.ClusterCIDRs.V6.String(),
 			"--conntrack-max-per-core=0",
-			"--iptables-min-sync-period=0",
+			minSyncFlag(mode) + "=0",
 			profilingFlag,
 			"-v=2",
 		}
@@ -68,6 +69,19 @@ func Start(l *lab.Lab, p Proxy, mode, tag string, o StartOptions) (*Running, err
 	}
 	return &Running{Proxy: p, Mode: mode, Process: proc, Started: started}, nil
 }
+
+// minSyncFlag is the flag that sets mode's minSyncPeriod.
+func minSyncFlag(mode string) string {
+	if mode == ModeIPVS {
+		return "--ipvs-min-sync-period"
+	}
+	return "--iptables-min-sync-period"
+}
+
+// defaultMinSyncZero reports whether mode's minSyncPeriod defaults to 0: upstream
+// defaults ipvs.minSyncPeriod to nothing (0), iptables' and nftables' to 1s, and
+// kproxy follows.
+func defaultMinSyncZero(mode string) bool { return mode == ModeIPVS }
 
 // CPU is the proxy's CPU seconds so far (with reaped children).
 func (r *Running) CPU() float64 {

@@ -107,11 +107,20 @@ func (r *Results) modeRows(mode, a, b string) []row {
 		sizes = append(sizes, s)
 	}
 	slices.Sort(sizes)
+	label, ratioOnly := mode, r.inVM(mode)
+	if ratioOnly {
+		label = mode + " (6.1 VM, TCG: ratios only)"
+	}
 	add := func(metric string, size int, sa, sb Sample, unit func(float64) string) {
 		if len(sa.Values) == 0 && len(sb.Values) == 0 {
 			return
 		}
-		rows = append(rows, row{mode, metric, sizeName(size), sa.Format(unit), sb.Format(unit), Ratio(sa, sb)})
+		fa, fb := sa.Format(unit), sb.Format(unit)
+		if ratioOnly {
+			// Emulation decides the absolute figures; the .json keeps them.
+			fa, fb = "(VM)", "(VM)"
+		}
+		rows = append(rows, row{label, metric, sizeName(size), fa, fb, Ratio(sa, sb)})
 	}
 	get := func(size int, name string) *Figures {
 		if f := figures[size][name]; f != nil {
@@ -126,7 +135,7 @@ func (r *Results) modeRows(mode, a, b string) []row {
 		add("initial sync CPU (proxy + reaped children)", s, fa.CPU, fb.CPU, FmtCPU)
 		add("peak RSS (VmHWM)", s, fa.RSS, fb.RSS, FmtMiB)
 		add("steady RSS after the scenarios (VmRSS)", s, fa.SteadyRSS, fb.SteadyRSS, FmtMiB)
-		rows = append(rows, stateAPIRows(mode, sizeName(s), fa.StateAPI, fb.StateAPI)...)
+		rows = append(rows, stateAPIRows(label, sizeName(s), fa.StateAPI, fb.StateAPI)...)
 	}
 	for _, s := range sizes {
 		fa, fb := get(s, a), get(s, b)
@@ -228,6 +237,7 @@ rules of the nat KUBE-SERVICES chain). Change latency: from the EndpointSlice up
 returning until the replaced single endpoint answered through the ClusterIP.
 minSyncPeriod 0 is set with --iptables-min-sync-period=0 (flags only, no config file).
 `)
+	buf.WriteString(r.vmNote())
 	buf.WriteString(r.changePhases())
 	if errs := r.Errors(); len(errs) > 0 {
 		buf.WriteString("\nFailed measurements:\n\n")
@@ -238,11 +248,50 @@ minSyncPeriod 0 is set with --iptables-min-sync-period=0 (flags only, no config 
 	return buf.String()
 }
 
+// inVM reports whether mode was measured in the test VM (Config.VM).
+func (r *Results) inVM(mode string) bool {
+	return r.Config.VM != nil && slices.Contains(r.Config.VM.Modes, mode)
+}
+
+// vmNote says where the VM's rows come from, when there are any.
+func (r *Results) vmNote() string {
+	var modes []string
+	for _, m := range r.modes() {
+		if r.inVM(m) {
+			modes = append(modes, m)
+		}
+	}
+	if len(modes) == 0 {
+		return ""
+	}
+	kernel := r.VMKernel
+	if kernel == "" {
+		kernel = "6.1"
+	}
+	return fmt.Sprintf(`
+The %s rows come from the test VM (test/vm): Debian 12's kernel %s in qemu under TCG
+emulation (no KVM on this machine), 2 emulated CPUs, against this machine's API server
+and the same objects (loaded once, here). Both proxies run there, one after the other
+in the VM lab's node1, %d initial syncs each (alternating which goes first), with the
+ipvs objects (virtual servers, ipsets, kube-ipvs0), the iptables tables and conntrack
+cleared in between, measured by the same code as the host's rows (the kernel's count
+is that of IPv4 virtual servers). Emulation makes every absolute figure meaningless,
+so only kproxy/upstream ratios are given (the raw figures are in the .json). ipvs
+mode's minSyncPeriod defaults to 0 (upstream's default), so its change series, %d
+changes at %s Services, each bounded by %s (upstream's ipvs syncs are all full ones,
+25-40 s each under emulation, longer than the host's 30 s bound), is the
+minSyncPeriod 0 row.
+`, strings.Join(modes, ", "), kernel, r.Config.VM.Repeat, r.Config.VM.Changes, sizeName(r.Config.VM.changeSize()), r.Config.VM.changeBound())
+}
+
 // changePhases is the section splitting the median and the slowest changes of every
 // series that the proxy's state API let the bench split (see ChangePhases).
 func (r *Results) changePhases() string {
 	var buf bytes.Buffer
 	for _, mode := range r.modes() {
+		if r.inVM(mode) {
+			continue // absolute times under emulation: ratios only
+		}
 		for _, size := range slices.Sorted(maps.Keys(r.Figures[mode])) {
 			for _, p := range r.Config.Proxies {
 				f := r.Figures[mode][size][p.Name]

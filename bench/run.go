@@ -23,14 +23,19 @@ const (
 	ScenarioStateAPI = "stateapi"
 )
 
-// Proxy modes, for Config.Modes.
+// Proxy modes, for Config.Modes and VMPlan.Modes.
 const (
 	ModeNFTables = "nftables"
 	ModeIPTables = "iptables"
+	// ModeIPVS runs in the test VM only (VMPlan): this host's kernel has no IP_VS.
+	ModeIPVS = "ipvs"
 )
 
-// Modes are the proxy modes the harness knows.
+// Modes are the proxy modes the harness measures in the host's lab.
 var Modes = []string{ModeNFTables, ModeIPTables}
+
+// VMModes are the modes it measures in the test VM (VMPlan).
+var VMModes = []string{ModeIPVS}
 
 // Config is one benchmark run.
 type Config struct {
@@ -49,6 +54,8 @@ type Config struct {
 	// ChangeSize is the size at which change latency is measured; Changes per proxy.
 	ChangeSize int
 	Changes    int
+	// ChangeBound bounds one change (DefaultChangeBound when 0).
+	ChangeBound time.Duration
 	// ChangeGap separates changes: GapDefault with the default minSyncPeriod (1s, so
 	// that the rate limit does not decide the figure), GapZero with minSyncPeriod 0.
 	GapDefault, GapZero time.Duration
@@ -69,6 +76,8 @@ type Config struct {
 	// each proxy after its first initial sync at each measured size is saved in its
 	// <run timestamp>-heap/ (SaveHeapProfile), beside the run's results.
 	HeapProfileDir string
+	// VM, when set, measures its modes in the test VM too (see VMPlan).
+	VM *VMPlan
 }
 
 // measures reports whether size is measured in mode (see ModeSizes).
@@ -84,6 +93,14 @@ func (c Config) changeSize(mode string) int {
 		return c.ChangeSize
 	}
 	return slices.Max(allowed)
+}
+
+// changeBound is ChangeBound or its default.
+func (c Config) changeBound() time.Duration {
+	if c.ChangeBound > 0 {
+		return c.ChangeBound
+	}
+	return DefaultChangeBound
 }
 
 // Has reports whether scenario s is enabled.
@@ -119,6 +136,8 @@ type Results struct {
 	Load    map[int]time.Duration // loading time per size step
 	Started time.Time
 	Elapsed time.Duration
+	// VMKernel is the release of the VM's kernel, when modes ran there (VMPlan).
+	VMKernel string `json:",omitempty"`
 }
 
 func (r *Results) fig(mode string, size int, proxy string) *Figures {
@@ -141,6 +160,8 @@ type Runner struct {
 	Config Config
 	Client *lab.Pod
 	Loader *Loader
+	// VM measures Config.VM's modes (VMHost); nil without Config.VM.
+	VM VMMeasurer
 
 	heapDir string // set by Run from Config.HeapProfileDir
 }
@@ -169,7 +190,7 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 	}
 
 	sizes := append([]int(nil), c.Sizes...)
-	for _, s := range c.DataplaneSizes {
+	for _, s := range slices.Concat(c.DataplaneSizes, c.VM.sizes()) {
 		if !slices.Contains(sizes, s) {
 			sizes = append(sizes, s)
 		}
@@ -200,7 +221,8 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 			}
 			plans[mode] = p
 		}
-		if len(plans) == 0 {
+		vmModes := c.VM.modesAt(size)
+		if len(plans) == 0 && len(vmModes) == 0 {
 			continue // nothing measured at this size: not even loaded
 		}
 		took, err := rn.Loader.LoadTo(ctx, n)
@@ -229,6 +251,14 @@ func (rn *Runner) Run(ctx context.Context) (*Results, error) {
 						f.Errors = append(f.Errors, err.Error())
 					}
 				}
+			}
+		}
+		for _, mode := range vmModes {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			if err := rn.inVM(ctx, res, mode, n); err != nil {
+				return res, err
 			}
 		}
 	}
@@ -296,11 +326,17 @@ func (rn *Runner) one(ctx context.Context, mode string, p Proxy, n, rep int, mea
 		f.Rate = &rate
 	}
 	if change {
-		cr, err := MeasureChanges(ctx, rn.Loader, r, rn.Client, rn.Loader.Churn(n), c.Changes, c.GapDefault)
+		// The default minSyncPeriod's series; in ipvs mode that default is 0, so this
+		// run is the minSyncPeriod 0 series and there is no second one.
+		gap, into := c.GapDefault, &f.ChangeDefault
+		if defaultMinSyncZero(mode) {
+			gap, into = c.GapZero, &f.ChangeZero
+		}
+		cr, err := MeasureChanges(ctx, rn.Loader, r, rn.Client, rn.Loader.Churn(n), c.Changes, gap, c.changeBound())
 		if err != nil {
 			return fmt.Errorf("changes (default minSyncPeriod): %w", err)
 		}
-		f.ChangeDefault = &cr
+		*into = &cr
 	}
 	if measureSync {
 		f.RSS.Add(r.PeakRSS(), false)
@@ -309,7 +345,7 @@ func (rn *Runner) one(ctx context.Context, mode string, p Proxy, n, rep int, mea
 	if err := r.Stop(ctx, rn.Lab); err != nil {
 		return err
 	}
-	if !change {
+	if !change || defaultMinSyncZero(mode) {
 		return nil
 	}
 	r0, err := Start(rn.Lab, p, mode, fmt.Sprintf("%s-%d-%d-minsync0", mode, n, rep), StartOptions{MinSyncZero: true})
@@ -324,7 +360,7 @@ func (rn *Runner) one(ctx context.Context, mode string, p Proxy, n, rep int, mea
 	if sr0.Capped {
 		return fmt.Errorf("%s (minSyncPeriod 0): initial sync of %d services not done within %s", p.Name, n, c.Cap)
 	}
-	cr, err := MeasureChanges(ctx, rn.Loader, r0, rn.Client, rn.Loader.Churn(n), c.Changes, c.GapZero)
+	cr, err := MeasureChanges(ctx, rn.Loader, r0, rn.Client, rn.Loader.Churn(n), c.Changes, c.GapZero, c.changeBound())
 	if err != nil {
 		return fmt.Errorf("changes (minSyncPeriod 0): %w", err)
 	}

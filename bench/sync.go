@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/kproxy/kproxy/internal/ipvs"
 	"github.com/kproxy/kproxy/test/lab"
 )
 
@@ -41,6 +42,7 @@ func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sa
 	var res SyncResult
 	var wg sync.WaitGroup
 	var probesDone, elemsDone time.Time
+	var last elementCount
 	probed := make(chan struct{})
 	wg.Add(2)
 	go func() {
@@ -50,7 +52,7 @@ func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sa
 	}()
 	go func() {
 		defer wg.Done()
-		elemsDone = waitElements(ctx, l.Node1.NS, r.Mode, n, probed)
+		elemsDone, last = waitElements(ctx, l.Node1.NS, r.Mode, n, probed)
 	}()
 	exited := make(chan struct{})
 	go func() {
@@ -72,7 +74,7 @@ func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sa
 		res.Capped = true
 		res.Duration = limit
 		logger.Info("Initial sync not done within the cap", "proxy", r.Proxy.Name, "services", n, "cap", limit,
-			"probesDone", !probesDone.IsZero(), "elementsDone", !elemsDone.IsZero())
+			"probesDone", !probesDone.IsZero(), "elementsDone", !elemsDone.IsZero(), "lastCount", last.n, "lastCountErr", last.err)
 		return res, nil
 	}
 	res.Probes = probesDone.Sub(r.Started)
@@ -124,13 +126,17 @@ func waitProbes(ctx context.Context, client *lab.Pod, sample []*Svc) time.Time {
 // Once the probes all answered (probed closed), the proxy has written its rules and
 // the count is read again at once, without pause, so that the check's own interval
 // does not add to the figure.
-func waitElements(ctx context.Context, ns *lab.NS, mode string, n int, probed <-chan struct{}) time.Time {
+//
+// It also returns the last count and its error, which say why a capped sync was not
+// seen.
+func waitElements(ctx context.Context, ns *lab.NS, mode string, n int, probed <-chan struct{}) (time.Time, elementCount) {
 	for {
 		start := time.Now()
 		count, err := CountServices(ctx, ns, mode)
 		now := time.Now()
+		last := elementCount{count, err}
 		if err == nil && count >= n {
-			return now
+			return now, last
 		}
 		// Bounded above too: a dump blocked behind the proxy's big transaction must not
 		// stretch the next interval.
@@ -140,7 +146,7 @@ func waitElements(ctx context.Context, ns *lab.NS, mode string, n int, probed <-
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}
+			return time.Time{}, last
 		case <-probed:
 			probed = nil // from now on, no pause
 		case <-time.After(wait):
@@ -148,14 +154,42 @@ func waitElements(ctx context.Context, ns *lab.NS, mode string, n int, probed <-
 	}
 }
 
+// elementCount is one CountServices result.
+type elementCount struct {
+	n   int
+	err error
+}
+
 // CountServices counts the IPv4 Services the kernel in ns has a ClusterIP rule for, in
-// mode: the elements of the nftables mode's service-ips map, or the iptables mode's
-// "cluster IP" rules in the nat table's KUBE-SERVICES chain.
+// mode: the elements of the nftables mode's service-ips map, the iptables mode's
+// "cluster IP" rules in the nat table's KUBE-SERVICES chain, or the ipvs mode's IPv4
+// virtual servers (the bench's Services have one port and no NodePort: one each).
 func CountServices(ctx context.Context, ns *lab.NS, mode string) (int, error) {
-	if mode == ModeIPTables {
+	switch mode {
+	case ModeIPTables:
 		return ClusterIPRuleCount(ctx, ns)
+	case ModeIPVS:
+		return VirtualServerCount(ns)
 	}
 	return ServiceIPsCount(ctx, ns)
+}
+
+// VirtualServerCount counts the IPv4 IPVS virtual servers in ns, over netlink (a dump
+// of the virtual servers only, not of their real servers).
+func VirtualServerCount(ns *lab.NS) (int, error) {
+	table := ipvs.New(ns.Path())
+	defer func() { _ = table.Close() }()
+	vss, err := table.VirtualServers()
+	if err != nil {
+		return 0, fmt.Errorf("virtual servers in %s: %w", ns, err)
+	}
+	n := 0
+	for _, vs := range vss {
+		if vs.Address.Is4() {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // ClusterIPRuleCount counts the rules of chain KUBE-SERVICES in the IPv4 nat table

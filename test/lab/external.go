@@ -28,6 +28,25 @@ const (
 // UplinkName is the external control plane's uplink's name in node1.
 const UplinkName = "uplink0"
 
+// The test VM's link to a host lab's node1 (a tap there, the VM's eth0): a /30 of
+// 198.18.0.0/15 (RFC 2544, reserved for network benchmarks), apart from every range
+// the lab itself uses and never routed.
+var (
+	VMUplinkHost  = netip.MustParsePrefix("198.18.0.1/30")
+	VMUplinkGuest = netip.MustParsePrefix("198.18.0.2/30")
+)
+
+// ExternalForVM is l's API server as a lab in the test VM uses it: over the VM's
+// eth0, a tap in l's node1 at VMUplinkHost (vm.Network), with l's token.
+func (l *Lab) ExternalForVM() *ExternalControlPlane {
+	return &ExternalControlPlane{
+		URL:     "https://" + netip.AddrPortFrom(VMUplinkHost.Addr(), APIServerPort).String(),
+		Token:   l.Token,
+		Uplink:  "eth0",
+		Address: VMUplinkGuest,
+	}
+}
+
 // ExternalControlPlane is an API server the lab uses instead of starting etcd and
 // kube-apiserver in node1: node1 reaches it through Uplink, a link of the process's
 // own network namespace that Start moves into node1 and gives Address. Moving a link

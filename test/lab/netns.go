@@ -33,6 +33,11 @@ func (n *NS) Close() { n.closeHandle() }
 
 func (n *NS) String() string { return n.Name }
 
+// Path is the namespace's file, where `ip netns` and netns.GetFromName keep it (under
+// /run: the test VM has no /var/run link), for the libraries that enter a namespace by
+// path (internal/ipvs).
+func (n *NS) Path() string { return "/run/netns/" + n.Name }
+
 func (n *NS) nsHandle() (netns.NsHandle, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -14,14 +14,18 @@ import (
 // of the tables a proxy writes and deletes their user chains.
 const emptyIPTables = "*nat\nCOMMIT\n*filter\nCOMMIT\n*mangle\nCOMMIT\n"
 
+// ipvsDummyLink is the link the ipvs proxiers (upstream's and kproxy's) bind every
+// Service address to.
+const ipvsDummyLink = "kube-ipvs0"
+
 // ResetNode1Dataplane deletes what a proxy of any mode may have left in node1 (the
 // only namespace the proxies touch, where no other software writes rules): the
 // kube-proxy nftables tables of both families, node1's iptables nat, filter and
 // mangle tables of both families (restored empty, through the backend the proxies use
-// in the lab, see IPTablesCommand), the ipvs mode's state where the kernel has IPVS
-// (the test VM: its virtual servers, kube-ipvs0, and, once no rule references them,
-// node1's ipsets), and the conntrack table. It is best effort: what
-// is already gone is not an error. The benchmarks and the differential suite run one
+// in the lab, see IPTablesCommand), the ipvs mode's objects (every IPVS virtual
+// server, every ipset, which only the proxies create there, and kube-ipvs0), and the
+// conntrack table. It is best effort: what is already gone, or a kernel without IPVS
+// (the host's), is not an error. The benchmarks and the differential suite run one
 // proxy after another in node1 and call it in between.
 func (l *Lab) ResetNode1Dataplane(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -38,16 +42,16 @@ func (l *Lab) ResetNode1Dataplane(ctx context.Context) {
 	_, _ = l.Node1.NS.Run(ctx, "conntrack", "-F")
 }
 
-// resetNode1IPVS removes the ipvs mode's state from node1 when the kernel has IPVS
-// (elsewhere no proxy can have written any). It runs after the iptables reset: a
-// set that a rule still references cannot be destroyed.
+// resetNode1IPVS removes the ipvs mode's objects from node1. The sets are destroyed
+// after the iptables rules that match on them are gone (a set in use cannot be), and
+// only where the kernel has IPVS: elsewhere no proxy could have created any.
 func (l *Lab) resetNode1IPVS(ctx context.Context) {
-	table := ipvs.New("/run/netns/" + l.Node1.NS.Name)
-	defer table.Close()
+	table := ipvs.New(l.Node1.NS.Path())
+	defer func() { _ = table.Close() }()
 	if table.Available() != nil {
 		return
 	}
 	_ = table.Flush()
-	_, _ = l.Node1.NS.Run(ctx, "ip", "link", "del", "kube-ipvs0")
+	_, _ = l.Node1.NS.IP(ctx, "link", "del", ipvsDummyLink)
 	_, _ = l.Node1.NS.Run(ctx, "ipset", "destroy")
 }

@@ -1,15 +1,20 @@
 // Command kproxy-bench is `make bench`: it brings up the lab, loads Services once per
 // size, runs kproxy and upstream kube-proxy v1.37.2 one after the other in node1, in
-// each mode (nftables and iptables by default, both proxies in the same mode), prints a
-// table of absolute figures and kproxy/upstream ratios per mode, and
-// writes it, with the machine's description, to bench/results/<UTC timestamp>.md (and
-// into README.md between the bench markers, when present).
+// each mode (nftables and iptables by default, both proxies in the same mode), then in
+// ipvs mode in the test VM (Debian 12's 6.1 kernel under TCG, against the same API
+// server and objects: bench.VMPlan), prints a table of absolute figures and
+// kproxy/upstream ratios per mode (ratios only for the VM's), and writes it, with the
+// machine's description, to bench/results/<UTC timestamp>.md (and into README.md
+// between the bench markers, when present).
 //
 // Usage:
 //
 //	kproxy-bench [--modes nftables,iptables] [--services 1000,10000] [--with-30k]
 //	             [--repeat N] [--cap 5m] [--scenarios sync,change,dataplane,rate,stateapi]
-//	             [--changes 100] ...
+//	             [--changes 100] [--vm-modes ipvs] [--vm-services 1000] ...
+//
+// The binary is also the VM's agent (vm.IsAgent) and, with --vm-worker, the run in the
+// VM (bench.RunInVM); neither is for direct use.
 package main
 
 import (
@@ -29,9 +34,13 @@ import (
 
 	"github.com/kproxy/kproxy/bench"
 	"github.com/kproxy/kproxy/test/lab"
+	"github.com/kproxy/kproxy/test/vm"
 )
 
 func main() {
+	if vm.IsAgent() {
+		os.Exit(vm.Agent(context.Background()))
+	}
 	klog.InitFlags(nil)
 	services := flag.String("services", "1000,10000", "Service counts for the initial-sync scenario (each with 10 endpoints)")
 	with30k := flag.Bool("with-30k", false, "also measure 30,000 Services (initial sync and dataplane)")
@@ -43,6 +52,7 @@ func main() {
 	sample := flag.Int("sample", 50, "ClusterIPs probed by the initial-sync check")
 	changeSize := flag.Int("change-services", 10000, "Service count at which change latency is measured")
 	changes := flag.Int("changes", 100, "endpoint changes per proxy and minSyncPeriod")
+	changeBound := flag.Duration("change-bound", bench.DefaultChangeBound, "bound of one change (one not seen by then is recorded at the bound)")
 	gapDefault := flag.Duration("change-gap", 1100*time.Millisecond, "pause after a change took effect, minSyncPeriod 1s")
 	gapZero := flag.Duration("change-gap-zero", 100*time.Millisecond, "pause after a change took effect, minSyncPeriod 0")
 	dataplane := flag.String("dataplane-services", "0,1000,10000", "Service counts at which connect latency and connection rate are measured (30000 added by --with-30k; iptables mode only at its --mode-sizes)")
@@ -56,10 +66,26 @@ func main() {
 	upstreamBin := flag.String("upstream", "", "upstream binary (default <repo>/_output/bin/kube-proxy-upstream)")
 	heap := flag.Bool("heap-profiles", true, "save each proxy's in-use heap profile after its first initial sync at each size, beside the results (<timestamp>-heap/)")
 	keep := flag.Bool("keep-workdir", false, "keep the lab's work directory (proxy logs)")
+	vmModes := flag.String("vm-modes", strings.Join(bench.VMModes, ","), "modes measured in the test VM (Debian 12's 6.1 kernel under TCG; ratios only); \"\" skips the VM")
+	vmSizes := flag.String("vm-services", "1000", "Service counts whose initial sync is measured in the VM")
+	vmChangeSize := flag.Int("vm-change-services", 250, "Service count of the VM's change series (upstream's ipvs syncs take about 40 s at 1,000 under TCG, longer than a change's 30 s bound)")
+	vmRepeat := flag.Int("vm-repeat", 3, "initial-sync repetitions per proxy in the VM")
+	vmChangeBound := flag.Duration("vm-change-bound", 2*time.Minute, "bound of one change in the VM")
+	vmChanges := flag.Int("vm-changes", 10, "endpoint changes per proxy in the VM (upstream's ipvs mode takes 8-17 s a change there at 250 Services, each a full sync: its p99 is then its slowest)")
+	vmTimeout := flag.Duration("vm-timeout", 15*time.Minute, "bound of one VM run (one mode at one size)")
+	vmWorker := flag.Bool("vm-worker", false, "internal: be the run in the VM (started by the host's kproxy-bench)")
 	flag.Parse()
 
-	modeList, err := parseModes(*modes)
-	if err != nil {
+	known := bench.Modes
+	if *vmWorker {
+		known = bench.VMModes
+	}
+	modeList, err := parseModes(*modes, known)
+	if err != nil && !(*modes == "" && *vmModes != "") {
+		fatal(err)
+	}
+	vmModeList, err := parseModes(*vmModes, bench.VMModes)
+	if err != nil && *vmModes != "" {
 		fatal(err)
 	}
 	perMode, err := parseModeSizes(*modeSizes)
@@ -77,6 +103,18 @@ func main() {
 	if *with30k {
 		sizes = append(sizes, 30000)
 		dpSizes = append(dpSizes, 30000)
+	}
+	if *vmWorker {
+		cfg := bench.Config{
+			Proxies: []bench.Proxy{{Name: "kproxy", Bin: *kproxyBin}, {Name: "upstream", Bin: *upstreamBin}},
+			Modes:   modeList, Sizes: sizes, Scenarios: strings.Split(*scenarios, ","), Repeat: *repeat,
+			Cap: *capDur, SampleSize: *sample, ChangeSize: *changeSize, Changes: *changes, ChangeBound: *changeBound,
+			GapDefault: *gapDefault, GapZero: *gapZero, LoadWorkers: *loadWorkers,
+		}
+		if err := runWorker(cfg); err != nil {
+			fatal(err)
+		}
+		return
 	}
 	binDir, err := lab.ResolveBinDir("")
 	if err != nil {
@@ -108,6 +146,7 @@ func main() {
 		SampleSize:     *sample,
 		ChangeSize:     *changeSize,
 		Changes:        *changes,
+		ChangeBound:    *changeBound,
 		GapDefault:     *gapDefault,
 		GapZero:        *gapZero,
 		DataplaneSizes: dpSizes,
@@ -122,20 +161,24 @@ func main() {
 	if *heap {
 		cfg.HeapProfileDir = *out
 	}
-	if err := run(cfg, *keep, *out, *readme, filepath.Join(root, "README.md")); err != nil {
+	var vmHost *bench.VMHost
+	if len(vmModeList) > 0 {
+		vmSizeList, err := parseInts(*vmSizes)
+		if err != nil || len(vmSizeList) == 0 {
+			fatal(fmt.Errorf("--vm-services %q: want counts", *vmSizes))
+		}
+		cfg.VM = &bench.VMPlan{Modes: vmModeList, Sizes: vmSizeList, ChangeSize: *vmChangeSize, ChangeBound: *vmChangeBound, Repeat: *vmRepeat, Changes: *vmChanges, Timeout: *vmTimeout}
+		if vmHost, err = newVMHost(root, *vmTimeout); err != nil {
+			fatal(fmt.Errorf("%w (or skip the VM with --vm-modes \"\", make bench BENCH_VM=0)", err))
+		}
+	}
+	if err := run(cfg, vmHost, *keep, *out, *readme, filepath.Join(root, "README.md")); err != nil {
 		fatal(err)
 	}
 }
 
-func run(cfg bench.Config, keep bool, outDir string, updateReadme bool, readmePath string) (err error) {
-	opts := lab.Options{
-		Node1Pods:    6, // pod 1 is the client; the other ten pods are the real backends
-		Node2Pods:    5,
-		BackendPorts: []lab.BackendPort{{Protocol: "TCP", Port: bench.ServicePort}},
-		KeepWorkDir:  keep,
-		// More concurrent writes while loading (lab-facts.md).
-		ExtraAPIServerArgs: []string{"--max-requests-inflight=4000", "--max-mutating-requests-inflight=2000"},
-	}
+func run(cfg bench.Config, vmHost *bench.VMHost, keep bool, outDir string, updateReadme bool, readmePath string) (err error) {
+	opts := bench.LabOptions(keep)
 	if err := lab.Preflight(opts); err != nil {
 		return err
 	}
@@ -161,7 +204,12 @@ func run(cfg bench.Config, keep bool, outDir string, updateReadme bool, readmePa
 		}
 	}
 
-	res, runErr := bench.NewRunner(l, cfg).Run(ctx)
+	rn := bench.NewRunner(l, cfg)
+	if vmHost != nil {
+		vmHost.Lab = l
+		rn.VM = vmHost
+	}
+	res, runErr := rn.Run(ctx)
 	if res == nil {
 		return runErr
 	}
@@ -224,14 +272,14 @@ func parseModeSizes(s string) (map[string][]int, error) {
 	return out, nil
 }
 
-func parseModes(s string) ([]string, error) {
+func parseModes(s string, known []string) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
-		if !contains(bench.Modes, f) {
-			return nil, fmt.Errorf("unknown mode %q (known: %s)", f, strings.Join(bench.Modes, ", "))
+		if !contains(known, f) {
+			return nil, fmt.Errorf("unknown mode %q here (known: %s)", f, strings.Join(known, ", "))
 		}
 		if !contains(out, f) {
 			out = append(out, f)

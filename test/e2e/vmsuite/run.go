@@ -3,7 +3,6 @@ package vmsuite
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,13 +13,6 @@ import (
 	"github.com/kproxy/kproxy/test/lab"
 	"github.com/kproxy/kproxy/test/lab/labtest"
 	"github.com/kproxy/kproxy/test/vm"
-)
-
-// The VM's link to the host's node1: a /30 of 198.18.0.0/15 (RFC 2544, reserved for
-// network benchmarks), apart from every range the lab itself uses.
-var (
-	uplinkHost  = netip.MustParsePrefix("198.18.0.1/30")
-	uplinkGuest = netip.MustParsePrefix("198.18.0.2/30")
 )
 
 // OwnStepEnv: make test runs the suites in the VM in their own step, in the kernel
@@ -107,13 +99,8 @@ func RunInVM(t *testing.T, s Suite) {
 		t.Logf("host lab %s: API server up in %s", l.ID, l.Timings.APIServer.Round(time.Millisecond))
 	}
 
-	ext := &lab.ExternalControlPlane{
-		URL:     "https://" + netip.AddrPortFrom(uplinkHost.Addr(), lab.APIServerPort).String(),
-		Token:   l.Token,
-		Uplink:  "eth0",
-		Address: uplinkGuest,
-	}
-	cfg.Net = &vm.Network{Netns: l.Node1.NS.Name, Guest: uplinkGuest, Host: uplinkHost}
+	ext := l.ExternalForVM()
+	cfg.Net = &vm.Network{Netns: l.Node1.NS.Name, Guest: lab.VMUplinkGuest, Host: lab.VMUplinkHost}
 	cfg.Stdout, cfg.Stderr = os.Stdout, os.Stderr
 	cfg.Timeout = s.Timeout + 45*time.Second
 	env := append(ext.Env(), labtest.RequiredEnv+"=1", "KPROXY_PROXY_BIN="+GuestProxy)
