@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -116,9 +117,19 @@ func Ratio(a, b Sample) string {
 	if mb == 0 || math.IsNaN(ma) || math.IsNaN(mb) {
 		return "–"
 	}
-	r := fmt.Sprintf("%.2f", ma/mb)
+	r := fmtRatio(ma / mb)
 	if b.Capped*2 >= len(b.Values) && b.Capped > 0 {
 		r = "< " + r
 	}
 	return r
+}
+
+// fmtRatio prints a ratio with two decimals, or with two significant digits below
+// 0.01 (change latencies are a hundredth of upstream's and less), so that no
+// measured ratio prints as 0.00.
+func fmtRatio(v float64) string {
+	if v > 0 && v < 0.01 {
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
+	return fmt.Sprintf("%.2f", v)
 }

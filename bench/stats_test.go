@@ -34,7 +34,9 @@ func TestSampleFormatAndRatio(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{a.Format(FmtCPU), "2.00s [1.00s–3.00s]"},
 		{b.Format(FmtSeconds), "> 300.00s"},
-		{Ratio(a, b), "< 0.01"},
+		{Ratio(a, b), "< 0.0067"}, // two significant digits below 0.01, never 0.00
+		{Ratio(sample(0.04), sample(10)), "0.004"},
+		{Ratio(sample(1), sample(2)), "0.50"},
 		{Ratio(a, Sample{}), "–"},
 		{Sample{}.Format(FmtCPU), "–"},
 	} {
@@ -75,4 +77,10 @@ func TestUpdateReadmeReplacesBetweenMarkers(t *testing.T) {
 	if ok, err := UpdateReadme(path, "new"); ok || err != nil {
 		t.Errorf("without markers: UpdateReadme = %v, %v; want false, nil", ok, err)
 	}
+}
+
+func sample(v float64) Sample {
+	var s Sample
+	s.Add(v, false)
+	return s
 }
