@@ -6,7 +6,12 @@ GO_TEST_FLAGS ?= -count=1 -timeout 60m
 # The end-to-end tests run the product binary that setup built (hack/build.sh), as shipped.
 E2E_ENV := KPROXY_E2E_REQUIRED=1 KPROXY_PROXY_BIN=$(CURDIR)/_output/bin/kube-proxy
 
-.PHONY: all setup tools build demo test unit race vet lint generate verify-generated clean bench
+.PHONY: all setup tools build demo test unit race vet lint generate verify-generated clean bench fuzz
+
+# fuzz: how long each fuzz target runs (`make fuzz FUZZTIME=10m` for a long run);
+# make test runs every target for TEST_FUZZTIME.
+FUZZTIME ?= 10s
+TEST_FUZZTIME ?= 5s
 
 all: build
 
@@ -27,7 +32,8 @@ demo: setup
 	_output/bin/kproxy-lab demo
 
 ## test: set up, then vet, lint, and run every test: the packages of internal/, cmd/ and
-## bench/ (unit and kernel tests) once, under the race detector, then the end-to-end
+## bench/ (unit and kernel tests) once, under the race detector, every fuzz target for
+## TEST_FUZZTIME (hack/fuzz.sh; the committed corpora already replay as tests), then the end-to-end
 ## suites of test/ and deploy/ (which need root and fail, rather than skip, when they
 ## cannot run), and a share of the nftables suite against the daemon built with -race. The cluster images are built first: the short cluster suite
 ## (test/e2e/cluster) runs kproxy as a DaemonSet from its image. Last, the kernel tests
@@ -35,6 +41,7 @@ demo: setup
 ## differential suite's ipvs cases (vm-test).
 test: setup cluster-images vm-assets vet lint verify-generated
 	$(E2E_ENV) go test $(GO_TEST_FLAGS) -race ./internal/... ./cmd/... ./bench/...
+	FUZZTIME=$(TEST_FUZZTIME) hack/fuzz.sh
 	$(E2E_ENV) go test $(GO_TEST_FLAGS) ./test/... ./deploy/...
 	@echo "the nftables suite again, with the nft command as the writer (the fallback)"
 	$(E2E_ENV) KPROXY_NFTABLES_WRITER=nft go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
@@ -99,6 +106,13 @@ race:
 
 vet:
 	go vet ./...
+
+## fuzz: every Go native fuzz target (func FuzzXxx in the fuzz_test.go files), one after
+## another, each for FUZZTIME (default 10s; `make fuzz FUZZTIME=10m` for a long run), two
+## workers each (FUZZ_PARALLEL). A failing input lands in the package's testdata/fuzz/,
+## which plain go test replays. See docs/reliability.md, "Fuzzing".
+fuzz:
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 ## lint: golangci-lint (pinned in hack/tools/lint, config .golangci.yml) over the whole
 ## module: internal/, cmd/, bench/ and test/. `_output/bin/golangci-lint fmt` fixes imports.

@@ -110,10 +110,14 @@ func ServicePortsForFamily(svc *v1.Service, family v1.IPFamily) ([]*ServicePort,
 	common.LoadBalancerSourceRanges, problems = sourceRanges(svc, family, problems)
 	common.LoadBalancerVIPs, problems = loadBalancerVIPs(svc, family, problems)
 	if NeedsHealthCheck(svc) {
-		if svc.Spec.HealthCheckNodePort == 0 {
+		switch hc := svc.Spec.HealthCheckNodePort; {
+		case hc == 0:
 			problems = append(problems, serviceError(svc, "spec.healthCheckNodePort", "",
 				"LoadBalancer Service with externalTrafficPolicy Local has no health check node port"))
-		} else {
+		case hc < 0 || hc > 65535:
+			problems = append(problems, serviceError(svc, "spec.healthCheckNodePort", fmt.Sprint(hc),
+				"out of range; no health check"))
+		default:
 			common.HealthCheckNodePort = svc.Spec.HealthCheckNodePort
 		}
 	}
@@ -122,6 +126,12 @@ func ServicePortsForFamily(svc *v1.Service, family v1.IPFamily) ([]*ServicePort,
 	ports := make([]*ServicePort, 0, len(svc.Spec.Ports))
 	for i := range svc.Spec.Ports {
 		sp := &svc.Spec.Ports[i]
+		// What the API server never lets through would make every mode's rules for
+		// the whole node fail to load (a port the kernel cannot hold): skip the port.
+		if reason := badServicePort(sp); reason != "" {
+			problems = append(problems, serviceError(svc, fmt.Sprintf("spec.ports[%d]", i), sp.Name, reason+"; port ignored"))
+			continue
+		}
 		port := common // the slices are shared: ServicePorts are immutable
 		port.Name = ServicePortName{NamespacedName: name, Port: sp.Name, Protocol: sp.Protocol}
 		port.Port = sp.Port
@@ -133,6 +143,23 @@ func ServicePortsForFamily(svc *v1.Service, family v1.IPFamily) ([]*ServicePort,
 		ports = append(ports, &port)
 	}
 	return ports, problems
+}
+
+// badServicePort says why a port of a Service cannot be programmed ("" when it
+// can): a port number outside 1-65535, a node port outside 0-65535, or a protocol
+// other than TCP, UDP and SCTP.
+func badServicePort(sp *v1.ServicePort) string {
+	switch {
+	case sp.Port < 1 || sp.Port > 65535:
+		return fmt.Sprintf("port %d out of range", sp.Port)
+	case sp.NodePort < 0 || sp.NodePort > 65535:
+		return fmt.Sprintf("nodePort %d out of range", sp.NodePort)
+	}
+	switch sp.Protocol {
+	case v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP:
+		return ""
+	}
+	return fmt.Sprintf("unsupported protocol %q", sp.Protocol)
 }
 
 // stickyMaxAge returns the ClientIP affinity timeout. Upstream dereferences

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -475,5 +477,40 @@ func TestServicePortsForFamily(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnprogrammablePortsSkipped: ports the API server never lets through (and no
+// kernel could hold) are skipped and reported, so one such Service cannot make the
+// node's whole ruleset fail to load; the Service's other ports stay.
+func TestUnprogrammablePortsSkipped(t *testing.T) {
+	svc := makeService("ns", "s", func(s *v1.Service) {
+		s.Spec.Type = v1.ServiceTypeLoadBalancer
+		s.Spec.ClusterIP = "10.96.0.1"
+		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 70000
+		addPort(s, "big", v1.ProtocolTCP, 70000, 0, 80)
+		addPort(s, "neg", v1.ProtocolTCP, -1, 0, 80)
+		addPort(s, "np", v1.ProtocolUDP, 53, 1<<30, 53)
+		addPort(s, "icmp", "ICMP", 7, 0, 7)
+		addPort(s, "ok", v1.ProtocolSCTP, 7777, 30000, 7777)
+	})
+	ports, problems := ServicePortsForFamily(svc, v1.IPv4Protocol)
+	if len(ports) != 1 || ports[0].Name.Port != "ok" || ports[0].HealthCheckNodePort != 0 {
+		t.Fatalf("ports %+v, want only \"ok\" without a health check node port", ports)
+	}
+	if len(problems) != 5 {
+		t.Fatalf("problems %v, want 5 (4 ports and the health check node port)", problems)
+	}
+
+	slice := &discovery.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: "s-1", Labels: map[string]string{discovery.LabelServiceName: "s"}},
+		AddressType: discovery.AddressTypeIPv4,
+		Endpoints:   []discovery.Endpoint{{Addresses: []string{"10.0.0.1"}}},
+		Ports:       []discovery.EndpointPort{{Name: ptr.To("a"), Port: ptr.To[int32](-5)}, {Name: ptr.To("b"), Port: ptr.To[int32](65536)}, {Name: ptr.To("c"), Port: ptr.To[int32](65535)}},
+	}
+	got := NewEndpointSlice(slice, testNode, nil)
+	if len(got.Ports) != 1 || got.Ports[0].Name != "c" || len(got.Problems) != 2 {
+		t.Fatalf("slice ports %+v, problems %v; want only \"c\" and 2 problems", got.Ports, got.Problems)
 	}
 }

@@ -32,6 +32,11 @@
 //
 // Contract: the package does no I/O, does not log and holds no global state. Bad API data
 // never panics: it is skipped as upstream skips it and reported as a *DataError so that
-// the caller can log it and emit an Event. One State serves one IP family; a dual-stack
+// the caller can log it and emit an Event. What no kernel could hold (a Service or
+// EndpointSlice port number outside 1-65535, a node port outside 0-65535, a protocol other
+// than TCP, UDP and SCTP: all refused by the API server) is skipped the same way, though
+// upstream passes it on, so that one such object cannot make a node's whole ruleset fail
+// to load (the fuzz targets of fuzz_test.go check that the renderers' output of any input
+// encodes). One State serves one IP family; a dual-stack
 // proxy runs two and sends every event to both.
 package model

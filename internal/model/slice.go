@@ -99,6 +99,10 @@ func NewEndpointSlice(slice *discovery.EndpointSlice, nodeName string, intern fu
 			out.Problems = append(out.Problems, sliceError(out, fmt.Sprintf("ports[%d].port", i), *port.Name, "missing or zero port number; port ignored"))
 			continue
 		}
+		if *port.Port < 0 || *port.Port > 65535 {
+			out.Problems = append(out.Problems, sliceError(out, fmt.Sprintf("ports[%d].port", i), fmt.Sprint(*port.Port), "port number out of range; port ignored"))
+			continue
+		}
 		protocol := v1.ProtocolTCP // the API server's default
 		if port.Protocol != nil {
 			protocol = *port.Protocol

@@ -105,29 +105,33 @@ func (n *Netlink) execute(msgType, flags int, name string) ([][]byte, error) {
 }
 
 // parseCounter decodes an NFNL_MSG_ACCT_NEW reply: an nfgenmsg header, then the
-// attributes (counts are big-endian 64-bit).
+// attributes (counts are big-endian 64-bit). It reads the attributes itself, with
+// bounds checks: nl.ParseRouteAttr panics on a last attribute whose padding the
+// message does not hold.
 func parseCounter(msg []byte) (Counter, error) {
 	if len(msg) < nl.SizeofNfgenmsg {
 		return Counter{}, fmt.Errorf("short nfacct message (%d bytes)", len(msg))
 	}
-	attrs, err := nl.ParseRouteAttr(msg[nl.SizeofNfgenmsg:])
-	if err != nil {
-		return Counter{}, fmt.Errorf("parsing nfacct attributes: %w", err)
-	}
 	var c Counter
-	for _, a := range attrs {
-		switch a.Attr.Type {
+	for b := msg[nl.SizeofNfgenmsg:]; len(b) >= unix.SizeofRtAttr; {
+		n := int(binary.NativeEndian.Uint16(b))
+		if n < unix.SizeofRtAttr || n > len(b) {
+			return Counter{}, fmt.Errorf("parsing nfacct attributes: attribute length %d of %d bytes", n, len(b))
+		}
+		value := b[unix.SizeofRtAttr:n]
+		switch binary.NativeEndian.Uint16(b[2:]) &^ (unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER) {
 		case attrName:
-			c.Name = string(trimZero(a.Value))
+			c.Name = string(trimZero(value))
 		case attrPackets:
-			if len(a.Value) == 8 {
-				c.Packets = binary.BigEndian.Uint64(a.Value)
+			if len(value) == 8 {
+				c.Packets = binary.BigEndian.Uint64(value)
 			}
 		case attrBytes:
-			if len(a.Value) == 8 {
-				c.Bytes = binary.BigEndian.Uint64(a.Value)
+			if len(value) == 8 {
+				c.Bytes = binary.BigEndian.Uint64(value)
 			}
 		}
+		b = b[min((n+unix.NLA_ALIGNTO-1)&^(unix.NLA_ALIGNTO-1), len(b)):]
 	}
 	return c, nil
 }

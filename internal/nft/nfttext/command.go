@@ -52,14 +52,14 @@ func (p *CommandParser) Parse(line string) (Command, error) {
 	default:
 		return Command{}, c.errorf("unsupported family")
 	}
-	if cmd.Table, err = c.word("table name"); err != nil {
+	if cmd.Table, err = c.name("table name"); err != nil {
 		return Command{}, err
 	}
 	op := &cmd.Op
 	op.Create = verb == "create"
 	op.IsMap = kind == "map"
 	if kind != "table" && kind != "rule" {
-		if op.Name, err = c.word(kind + " name"); err != nil {
+		if op.Name, err = c.name(kind + " name"); err != nil {
 			return Command{}, err
 		}
 		if op.Name == "handle" {
@@ -218,7 +218,7 @@ func ruleCmd(c *cursor, verb string, f nft.Family, op *nft.Op) error {
 	}
 	op.Kind = nft.AddRule
 	var err error
-	if op.Name, err = c.word("chain name"); err != nil {
+	if op.Name, err = c.name("chain name"); err != nil {
 		return err
 	}
 	if w, ok := c.accept("index", "handle", "position"); ok {
@@ -266,6 +266,11 @@ func setCmd(c *cursor, op *nft.Op) error {
 				return err
 			}
 		}
+	}
+	if op.Type == nil {
+		// nft refuses a set without a key type too; nft.Op's printer and encoder
+		// need one.
+		return fmt.Errorf("a set or map without type or typeof is not supported")
 	}
 	if op.Timeout > 0 {
 		if op.Flags&(nft.SetDynamic|nft.SetTimeout) != nft.SetDynamic|nft.SetTimeout {

@@ -109,6 +109,30 @@ func (c *cursor) word(what string) (string, error) {
 	return t.Text, nil
 }
 
+// name consumes a word naming an object (a table, chain, set or counter). Names
+// are written bare (nft.Op's and nft.Rule's printers, knftables), so a quoted one
+// is taken only if it reads back as itself bare: not empty, without blanks,
+// quotes or the separators "{", "}", ",", ";".
+func (c *cursor) name(what string) (string, error) {
+	if !c.done() && !isBareWord(c.toks[c.pos].Text) {
+		return "", c.errorf("expected %s", what)
+	}
+	return c.word(what)
+}
+
+// isBareWord: w is one unquoted token.
+func isBareWord(w string) bool {
+	if w == "" || isPunct(w) {
+		return false
+	}
+	for i := range len(w) {
+		if isSeparator(w[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func isPunct(w string) bool {
 	switch w {
 	case "{", "}", ",", ";", ":", ".":

@@ -244,6 +244,10 @@ func lowerValue(t, w string) (nft.Value, error) {
 		n, err := parseU32(w)
 		return nft.Num(n), err
 	case "ifname":
+		if !isBareWord(w) {
+			// nft.Ifname prints bare: "" or "a b" would not read back.
+			return nil, fmt.Errorf("unsupported %s value %q", t, w)
+		}
 		if name, ok := strings.CutSuffix(w, "*"); ok {
 			return nft.Ifname{Name: name, Wildcard: true}, nil
 		}

@@ -79,7 +79,7 @@ func parseVerdict(c *cursor) (Verdict, bool, error) {
 	}
 	v := Verdict{Kind: w}
 	if w == "jump" || w == "goto" {
-		chain, err := c.word("chain name")
+		chain, err := c.name("chain name")
 		if err != nil {
 			return v, false, err
 		}
@@ -145,7 +145,7 @@ func parseReject(c *cursor) (Stmt, error) {
 func parseCounter(c *cursor) (Stmt, error) {
 	var ct Counter
 	if _, ok := c.accept("name"); ok {
-		name, err := c.word("counter name")
+		name, err := c.name("counter name")
 		if err != nil {
 			return nil, err
 		}
@@ -328,7 +328,7 @@ func parseExprStatement(c *cursor) (Stmt, error) {
 		c.accept("==", "eq")
 	}
 	switch w := c.peek(); {
-	case strings.HasPrefix(w, "@"):
+	case strings.HasPrefix(w, "@") && len(w) > 1:
 		c.pos++
 		m.Set = w[1:]
 	case w == "{":
