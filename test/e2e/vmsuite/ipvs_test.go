@@ -39,3 +39,29 @@ func TestIPVSSuiteInVM(t *testing.T) {
 		Env:     []string{"KPROXY_E2E_MODE=" + mode},
 	})
 }
+
+// ShortRun is the subset of the suite run in nftables and in iptables mode on the
+// VM's 6.1 kernel, so that the paths kproxy takes on kernels before 6.2 (a chain
+// deleted in a later transaction than its last map element; render/nftables'
+// PlanOptions.DeferChainDeletes) and iptables on that kernel carry real traffic:
+// Services created, their endpoints changed and removed, Services deleted, and the
+// proxy restarted over its own rules.
+const ShortRun = "^(TestClusterIP|TestNodePort|TestNoEndpoints|TestTopology|TestTerminatingFallback|TestLifecycle)$"
+
+// TestShortSuiteOn61 runs ShortRun in nftables mode, then in iptables mode, each in
+// its own VM. A run aimed with RunEnv or ModeEnv is TestIPVSSuiteInVM's alone.
+func TestShortSuiteOn61(t *testing.T) {
+	if os.Getenv(RunEnv) != "" || os.Getenv(ModeEnv) != "" {
+		t.Skipf("%s or %s aims the run at TestIPVSSuiteInVM", RunEnv, ModeEnv)
+	}
+	for _, mode := range []string{"nftables", "iptables"} {
+		t.Run(mode, func(t *testing.T) {
+			RunInVM(t, Suite{
+				Package: "./test/e2e/nftables/",
+				Run:     ShortRun,
+				Timeout: 10 * time.Minute,
+				Env:     []string{"KPROXY_E2E_MODE=" + mode},
+			})
+		})
+	}
+}
