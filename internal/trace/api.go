@@ -1,6 +1,9 @@
 package trace
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -140,4 +143,21 @@ func Aggregate(outcomes []Outcome) *Result {
 	}
 	sort.Strings(r.DNATTargets)
 	return r
+}
+
+// Check reports what is inconsistent in r: a result without outcomes, or outcomes
+// whose probabilities do not add up to 1 (every traced packet takes exactly one of
+// the explored paths). The tracers' fuzz targets hold every result to it.
+func (r *Result) Check() error {
+	if len(r.Outcomes) == 0 {
+		return errors.New("a result without outcomes")
+	}
+	sum := 0.0
+	for _, o := range r.Outcomes {
+		sum += o.Probability
+	}
+	if math.Abs(sum-1) > 1e-6 {
+		return fmt.Errorf("the outcomes' probabilities add up to %v", sum)
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package ipttrace
 
 import (
-	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -59,15 +58,8 @@ func FuzzNew(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if len(res.Outcomes) == 0 {
-				t.Fatalf("%+v: a result without outcomes", p)
-			}
-			sum := 0.0
-			for _, o := range res.Outcomes {
-				sum += o.Probability
-			}
-			if math.Abs(sum-1) > 1e-6 {
-				t.Fatalf("%+v: the outcomes' probabilities add up to %v", p, sum)
+			if err := res.Check(); err != nil {
+				t.Fatalf("%+v: %v", p, err)
 			}
 		}
 	})

@@ -1,7 +1,6 @@
 package nfttrace
 
 import (
-	"math"
 	"os"
 	"testing"
 
@@ -51,22 +50,9 @@ func FuzzTraceListing(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			checkOutcomes(t, p, res)
+			if err := res.Check(); err != nil {
+				t.Fatalf("%+v: %v", p, err)
+			}
 		}
 	})
-}
-
-// checkOutcomes: a traced packet has outcomes, whose probabilities add up to 1.
-func checkOutcomes(t *testing.T, p trace.Packet, res *trace.Result) {
-	t.Helper()
-	if len(res.Outcomes) == 0 {
-		t.Fatalf("%+v: a result without outcomes", p)
-	}
-	sum := 0.0
-	for _, o := range res.Outcomes {
-		sum += o.Probability
-	}
-	if math.Abs(sum-1) > 1e-6 {
-		t.Fatalf("%+v: the outcomes' probabilities add up to %v", p, sum)
-	}
 }
