@@ -8,7 +8,8 @@
 # is each package's result line and every skipped or failed test, so that a test
 # skipped in the VM (a binary or module missing there) does not pass unseen.
 # Usage: hack/vm-test.sh [PACKAGE...] (default: VM_PACKAGES below, then the e2e suite in
-# ipvs mode in the VM, test/e2e/vmsuite, and the differential suite's VM cases, ipvs
+# ipvs mode in the VM and its short subset in nftables and iptables mode,
+# test/e2e/vmsuite, and the differential suite's VM cases, ipvs
 # mode's --cleanup with live state and a lab run against upstream's binary; VM_E2E=0
 # leaves both out, VM_DIFF=0 only the latter).
 set -euo pipefail
@@ -55,47 +56,43 @@ set -e
 grep -E '^(ok |FAIL|--- FAIL|panic:|kproxy-vmexec:)|^ *--- (SKIP|FAIL)' "$log" || true
 echo "vm-test: $((SECONDS - start)) s; skipped by VM_SKIP: $VM_SKIP"
 
-# The end-to-end suite in ipvs mode in the VM, against an API server on this host
-# (test/e2e/vmsuite; its output to _output/vm/e2e-ipvs.log). Only with the default
-# package set: `hack/vm-test.sh ./pkg/` runs just that package.
-if [ $# = 0 ] && [ "${VM_E2E:-1}" = 1 ]; then
-  e2elog=_output/vm/e2e-ipvs.log
-  echo "vm-test: the e2e suite in ipvs mode in the VM; full output in $e2elog"
+# vm_step NAME LOG GREP GO-TEST-ARGS...: runs one host-side e2e step that boots the
+# VM (KPROXY_E2E_VM=1), its output to LOG, prints the lines matching GREP, its
+# duration, and folds its failure into rc.
+vm_step() {
+  local name=$1 steplog=$2 pattern=$3 steprc stepstart=$SECONDS
+  shift 3
+  echo "vm-test: $name; full output in $steplog"
   set +e
-  e2estart=$SECONDS
   KPROXY_E2E_VM=1 KPROXY_E2E_REQUIRED=1 KPROXY_PROXY_BIN="$root/_output/bin/kube-proxy" \
-    go test -count=1 -timeout 40m -v ./test/e2e/vmsuite/ > "$e2elog" 2>&1
-  e2erc=$?
+    go test -count=1 -v "$@" > "$steplog" 2>&1
+  steprc=$?
   set -e
-  grep -E '^(ok |FAIL|--- FAIL|panic:)|^ *--- (PASS|SKIP|FAIL)|vmsuite|ipvs_test.go' "$e2elog" || true
-  echo "vm-test: the ipvs e2e suite took $((SECONDS - e2estart)) s"
-  if [ $e2erc != 0 ]; then
-    echo "vm-test: the ipvs e2e suite FAILED (exit $e2erc); see $e2elog" >&2
-    [ $rc != 0 ] || rc=$e2erc
+  grep -E "^(ok |FAIL|--- FAIL|panic:)|^ *--- (PASS|SKIP|FAIL)|$pattern" "$steplog" || true
+  echo "vm-test: $name took $((SECONDS - stepstart)) s"
+  if [ $steprc != 0 ]; then
+    echo "vm-test: $name FAILED (exit $steprc); see $steplog" >&2
+    [ $rc != 0 ] || rc=$steprc
   fi
+}
+
+# The end-to-end suite in the VM, against an API server on this host
+# (test/e2e/vmsuite): in ipvs mode (TestIPVSSuiteInVM), and a short subset in
+# nftables and in iptables mode on the 6.1 kernel (TestShortSuiteOn61). Only with the
+# default package set: `hack/vm-test.sh ./pkg/` runs just that package.
+if [ $# = 0 ] && [ "${VM_E2E:-1}" = 1 ]; then
+  vm_step "the e2e suite in the VM" _output/vm/e2e-ipvs.log 'vmsuite|ipvs_test.go' \
+    -timeout 40m ./test/e2e/vmsuite/
 fi
 
 # The differential suite's VM cases (test/e2e/differential, vm: true in its corpus):
 # upstream's binary (the oracle) and ours in ipvs mode, --cleanup of ipvs mode's live
 # state and a lab run, in the VM against this host's API server (TestDifferentialInVM;
-# its output to _output/vm/differential-ipvs.log; 189 s measured on 2026-12-06 on a
-# loaded machine). Needs _output/bin/kube-proxy-upstream (hack/build-tools.sh, part of
-# setup).
+# 189 s measured on 2026-12-06 on a loaded machine). Needs
+# _output/bin/kube-proxy-upstream (hack/build-tools.sh, part of setup).
 if [ $# = 0 ] && [ "${VM_E2E:-1}" = 1 ] && [ "${VM_DIFF:-1}" = 1 ]; then
-  difflog=_output/vm/differential-ipvs.log
-  echo "vm-test: the differential suite's ipvs cases in the VM; full output in $difflog"
-  set +e
-  diffstart=$SECONDS
-  KPROXY_E2E_VM=1 KPROXY_E2E_REQUIRED=1 KPROXY_PROXY_BIN="$root/_output/bin/kube-proxy" \
-    go test -count=1 -timeout 15m -v -run '^TestDifferentialInVM$' ./test/e2e/differential/ > "$difflog" 2>&1
-  diffrc=$?
-  set -e
-  grep -E '^(ok |FAIL|--- FAIL|panic:)|^ *--- (PASS|SKIP|FAIL)|vm_test.go|differences? from upstream' "$difflog" || true
-  echo "vm-test: the differential suite's ipvs cases took $((SECONDS - diffstart)) s"
-  if [ $diffrc != 0 ]; then
-    echo "vm-test: the differential suite's ipvs cases FAILED (exit $diffrc); see $difflog" >&2
-    [ $rc != 0 ] || rc=$diffrc
-  fi
+  vm_step "the differential suite's ipvs cases in the VM" _output/vm/differential-ipvs.log \
+    'vm_test.go|differences? from upstream' -timeout 15m -run '^TestDifferentialInVM$' ./test/e2e/differential/
 fi
 if [ $rc != 0 ]; then
   echo "vm-test: FAILED (exit $rc); see $log" >&2

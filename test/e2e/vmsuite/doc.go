@@ -1,5 +1,6 @@
 // Package vmsuite runs the end-to-end suite of test/e2e/nftables in ipvs mode in the
-// test VM with Debian 12's kernel (test/vm): this machine's kernel has no IP_VS.
+// test VM with Debian 12's kernel (test/vm): this machine's kernel has no IP_VS; and a
+// short subset of it in nftables and iptables mode on that 6.1 kernel.
 //
 // The host half (TestIPVSSuiteInVM) starts a lab with no pods, whose node1 runs etcd
 // and kube-apiserver, builds the suite's test binary, and boots the VM with a NIC on a
@@ -24,4 +25,7 @@
 //     lives in its node1 and goes with qemu); the VM is thrown away.
 //   - KPROXY_VMSUITE_RUN overrides the tests run in the VM (a -test.run pattern;
 //     DefaultRun by default, the tests that apply to ipvs within make test's budget).
+//   - TestShortSuiteOn61 runs ShortRun in nftables mode and in iptables mode, each in
+//     its own VM, so that the paths for kernels before 6.2 carry real traffic; a run
+//     aimed with KPROXY_VMSUITE_RUN or KPROXY_VMSUITE_MODE skips it.
 package vmsuite
