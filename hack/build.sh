@@ -16,8 +16,9 @@ cd "$root"
 if [ "${1:-}" = --race ]; then
   # The daemon with the race detector, for tests only (never shipped): make test runs
   # the churn e2e test against it (issue 16). The race detector needs cgo (gcc and
-  # libc6-dev come with hack/setup.sh); `go test -race` shares its compiled packages.
-  CGO_ENABLED=1 go build -race -trimpath -ldflags "$ldflags" -o _output/bin/kube-proxy-race ./cmd/kube-proxy
+  # libc6-dev come with hack/setup.sh). Without -trimpath, the packages `go test
+  # -race` compiled just before are reused from the build cache: only the link is new.
+  CGO_ENABLED=1 go build -race -ldflags "$ldflags" -o _output/bin/kube-proxy-race ./cmd/kube-proxy
   exit
 fi
 CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o _output/bin/ ./cmd/...
