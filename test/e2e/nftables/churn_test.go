@@ -1,16 +1,15 @@
 package nftables
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kproxy/kproxy/test/e2e/proxytest"
 	"github.com/kproxy/kproxy/test/lab"
 )
 
@@ -19,11 +18,10 @@ import (
 const ChurnDurationEnv = "KPROXY_E2E_CHURN_DURATION"
 
 // Churn's shape: churnServices Services changed in turn, churnRate changes per second
-// in all, while a Service that never changes is probed probeRate times per second.
+// in all, while a Service that never changes is probed every proberInterval.
 const (
 	churnServices = 20
 	churnRate     = 50
-	probeRate     = 20
 )
 
 // TestChurn: while Services change churnRate times a second (their endpoints
@@ -61,37 +59,10 @@ func TestChurn(t *testing.T) {
 		}, lab.PodEndpoints(sets[0]...), nil)
 	}
 
-	// The probes of the stable Service, for the whole churn.
-	probeCtx, stopProbes := context.WithCancel(ctx)
-	var probes, failed, run, longestRun int
-	var firstFailure string
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(time.Second / probeRate)
-		defer tick.Stop()
-		for {
-			select {
-			case <-probeCtx.Done():
-				return
-			case <-tick.C:
-			}
-			res := client.ProbeWith(probeCtx, lab.Probe{Protocol: v1.ProtocolTCP, Target: stableTo})
-			if probeCtx.Err() != nil {
-				return
-			}
-			probes++
-			if res.Outcome == lab.Answered {
-				run = 0
-				continue
-			}
-			failed++
-			run++
-			longestRun = max(longestRun, run)
-			if firstFailure == "" {
-				firstFailure = fmt.Sprintf("%s after %d probes: %s (%v)", flow(client, v1.ProtocolTCP, stableTo), probes, res.Outcome, res.Err)
-			}
-		}
-	})
+	// The probes of the stable Service, for the whole churn (each bounded by a
+	// second: a lost SYN is retransmitted after one).
+	t0 := time.Now()
+	pr := startProberWith(ctx, client, stableTo, time.Second)
 
 	// The churn: change k goes to Service k mod churnServices.
 	final := make([]int, len(svcs)) // the endpoint set each Service has last
@@ -119,18 +90,13 @@ func TestChurn(t *testing.T) {
 		changes++
 	}
 	tick.Stop()
-	stopProbes()
-	wg.Wait()
+	pr.stop()
+	<-pr.done
+	failed, probes, longestRun := pr.failures(t0)
 	t.Logf("%d changes in %s; the stable Service answered %d of %d probes (longest run of failures: %d)", changes, duration, probes-failed, probes, longestRun)
-	// A lone failed probe is not an outage: on a loaded 2-core machine the probing
-	// goroutine itself can be descheduled past its 1 s connect timeout (seen with
-	// the -race daemon beside two emulated VMs). Two in a row (over a second
-	// without an answer), or more than 1% of them, is one.
-	if longestRun > 1 || failed*100 > probes {
-		t.Errorf("the Service that did not change failed %d of %d probes during the churn, %d in a row; first: %s\n%s", failed, probes, longestRun, firstFailure, dumpRules(p))
-	}
-	if probes < int(duration.Seconds())*probeRate/2 {
-		t.Errorf("only %d probes in %s, want about %d a second: the probe loop was starved", probes, duration, probeRate)
+	checkNoOutage(t, p, "the Service that did not change, during the churn", failed, probes, longestRun)
+	if want := int(duration/proberInterval) / 2; probes < want {
+		t.Errorf("only %d probes in %s, want about %d a second: the prober was starved", probes, duration, time.Second/proberInterval)
 	}
 	for i, svc := range svcs {
 		to := netip.AddrPortFrom(clusterIP(t, svc, v1.IPv4Protocol), uint16(port[i]))
@@ -139,5 +105,16 @@ func TestChurn(t *testing.T) {
 			names = append(names, pod.Name)
 		}
 		waitAnswered(ctx, t, p, client, v1.ProtocolTCP, to, podIs(names...))
+	}
+}
+
+// checkNoOutage fails t when probes of what must not be disturbed show an outage.
+// A lone failed probe is not one: on a loaded 2-core machine the probing goroutine
+// itself can be descheduled past its 1 s connect timeout (seen with the -race
+// daemon beside two emulated VMs). Two in a row, or more than 1% of them, is one.
+func checkNoOutage(t *testing.T, p *proxytest.Proxy, what string, failed, probes, longestRun int) {
+	t.Helper()
+	if longestRun > 1 || failed*100 > probes {
+		t.Errorf("%s: %d of %d probes failed, %d in a row\n%s", what, failed, probes, longestRun, dumpRules(p))
 	}
 }

@@ -192,6 +192,28 @@ type prober struct {
 	done    chan struct{}
 }
 
+// failures counts the probes started after t0 that did not answer, of how many,
+// and the longest run of them in a row (by start time).
+func (pr *prober) failures(t0 time.Time) (failed, total, longestRun int) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	run := 0
+	for _, r := range pr.sorted() {
+		if r.start.Before(t0) {
+			continue
+		}
+		total++
+		if r.res.Outcome == lab.Answered {
+			run = 0
+			continue
+		}
+		failed++
+		run++
+		longestRun = max(longestRun, run)
+	}
+	return failed, total, longestRun
+}
+
 type probeAt struct {
 	start time.Time
 	res   lab.ProbeResult
@@ -204,6 +226,12 @@ const (
 )
 
 func startProber(ctx context.Context, from *lab.NS, to netip.AddrPort) *prober {
+	return startProberWith(ctx, from, to, proberTimeout)
+}
+
+// startProberWith probes to from from every proberInterval, each probe bounded by
+// timeout, until stopped.
+func startProberWith(ctx context.Context, from *lab.NS, to netip.AddrPort, timeout time.Duration) *prober {
 	ctx, cancel := context.WithCancel(ctx)
 	pr := &prober{stop: cancel, done: make(chan struct{})}
 	go func() {
@@ -221,7 +249,7 @@ func startProber(ctx context.Context, from *lab.NS, to netip.AddrPort) *prober {
 			wg.Add(1)
 			go func(start time.Time) {
 				defer wg.Done()
-				res := from.ProbeWith(ctx, lab.Probe{Protocol: v1.ProtocolTCP, Target: to, Timeout: proberTimeout})
+				res := from.ProbeWith(ctx, lab.Probe{Protocol: v1.ProtocolTCP, Target: to, Timeout: timeout})
 				if ctx.Err() != nil {
 					return
 				}
