@@ -63,6 +63,9 @@ type Options struct {
 	ExtraConfig string
 	// Args are extra command-line arguments.
 	Args []string
+	// Bin runs this binary instead of kproxy's (Binary): upstream's, for the suites
+	// that measure both the same way.
+	Bin string
 }
 
 // Proxy is a running kproxy in the lab's node1.
@@ -101,9 +104,12 @@ conntrack:
 
 // Start writes the configuration and starts the proxy in node1.
 func Start(l *lab.Lab, o Options) (*Proxy, error) {
-	bin, err := Binary()
-	if err != nil {
-		return nil, err
+	bin := o.Bin
+	if bin == "" {
+		var err error
+		if bin, err = Binary(); err != nil {
+			return nil, err
+		}
 	}
 	if o.Name == "" {
 		o.Name = "kube-proxy"
