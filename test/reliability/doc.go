@@ -14,7 +14,9 @@
 //     on node1, ClusterIP from node1 itself, NodePort from the external client, each
 //     over TCP and UDP, every ProbeInterval (20 probes/s per stream). A probe fails
 //     when no answer arrived within ProbeTimeout; an outage is the span from a stream's
-//     first failed probe to its next answered one.
+//     first failed probe to its next answered one. A probe that timed out well after its
+//     timeout (Sample.Stalled) ran in a starved test process: it is counted apart, as
+//     stalled, and neither fails nor answers.
 //   - "Lost anything" is checked after the scenario, once the proxy has synced: every
 //     probe target and a sample of the loaded Services answer, and the kernel holds at
 //     least as many Service rules as before the scenario (bench.CountServices).

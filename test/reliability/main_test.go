@@ -145,11 +145,11 @@ func runEach(t *testing.T, timeout time.Duration, scenario func(ctx context.Cont
 				}
 				report.Add(res)
 				out, stream := res.LongestOutage()
-				t.Logf("%s %s: %d probes, %d failed, longest outage %s (%s), recovery %s, RSS %.0f→%.0f MiB, lost %q; %s",
-					p.Name, mode, res.Sent(), res.Failed(), out, stream, res.Recovery(), res.RSSBefore, res.RSSAfter, res.Lost, res.Notes)
+				t.Logf("%s %s: %d probes, %d failed, %d stalled, longest outage %s (%s), recovery %s, RSS %.0f→%.0f MiB, lost %q; %s",
+					p.Name, mode, res.Sent(), res.Failed(), res.Stalled(), out, stream, res.Recovery(), res.RSSBefore, res.RSSAfter, res.Lost, res.Notes)
 				for _, s := range res.Streams {
-					if s.Failed > 0 {
-						t.Logf("  %s: %d of %d failed %v, longest outage %s, recovery %s", s.Name, s.Failed, s.Sent, s.Outcomes, s.LongestOutage, s.Recovery)
+					if s.Failed > 0 || s.Stalled > 0 {
+						t.Logf("  %s: %d of %d failed %v, %d stalled, longest outage %s, recovery %s", s.Name, s.Failed, s.Sent, s.Outcomes, s.Stalled, s.LongestOutage, s.Recovery)
 					}
 				}
 				if p.Name != "kproxy" {

@@ -33,6 +33,18 @@ type Target struct {
 type Sample struct {
 	Sent    time.Time
 	Outcome lab.Outcome
+	Elapsed time.Duration
+}
+
+// stallSlack: a probe that timed out more than this after its timeout was not running
+// (this process was starved). Go reports a read whose deadline passed while the
+// process was frozen as a timeout even when the answer is waiting in the socket, so
+// such a probe says nothing about the proxy: it counts as stalled, not failed.
+const stallSlack = 500 * time.Millisecond
+
+// Stalled reports whether the probe timed out while the prober itself was frozen.
+func (x Sample) Stalled() bool {
+	return x.Outcome == lab.TimedOut && x.Elapsed > ProbeTimeout+stallSlack
 }
 
 // Runner sends every target's probe each ProbeInterval, each probe in its own
@@ -74,7 +86,7 @@ func (r *Runner) stream(ctx context.Context, g *errgroup.Group, i int, t Target)
 				// bound, so Stop never turns an answer into a failure.
 				res := t.From.ProbeWith(context.WithoutCancel(ctx), p)
 				r.mu.Lock()
-				r.samples[i] = append(r.samples[i], Sample{Sent: sent, Outcome: res.Outcome})
+				r.samples[i] = append(r.samples[i], Sample{Sent: sent, Outcome: res.Outcome, Elapsed: res.Elapsed})
 				r.mu.Unlock()
 				return nil
 			})
@@ -111,6 +123,9 @@ type StreamStats struct {
 	Name   string
 	Sent   int
 	Failed int
+	// Stalled counts the probes that timed out while this process was starved (see
+	// stallSlack): neither failed nor answered.
+	Stalled int
 	// Outcomes counts the failed probes by outcome (timeout, refused, ...).
 	Outcomes map[lab.Outcome]int `json:",omitempty"`
 	// LongestOutage is the longest span from a failed probe to the next answered one.
@@ -143,6 +158,10 @@ func Summarise(name string, samples []Sample, events []time.Time) StreamStats {
 	for i, x := range s {
 		if i > 0 {
 			st.MaxGap = max(st.MaxGap, x.Sent.Sub(s[i-1].Sent))
+		}
+		if x.Stalled() {
+			st.Stalled++
+			continue
 		}
 		if x.Outcome != lab.Answered {
 			st.Failed++
@@ -181,7 +200,7 @@ func Summarise(name string, samples []Sample, events []time.Time) StreamStats {
 func recovery(s []Sample, e, end time.Time) time.Duration {
 	last := -1
 	for i, x := range s {
-		if !x.Sent.Before(e) && x.Sent.Before(end) && x.Outcome != lab.Answered {
+		if !x.Sent.Before(e) && x.Sent.Before(end) && x.Outcome != lab.Answered && !x.Stalled() {
 			last = i
 		}
 	}

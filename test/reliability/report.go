@@ -40,6 +40,13 @@ func (r Result) Failed() (n int) {
 	return n
 }
 
+func (r Result) Stalled() (n int) {
+	for _, s := range r.Streams {
+		n += s.Stalled
+	}
+	return n
+}
+
 // LongestOutage is the longest outage of any stream, and that stream's name.
 func (r Result) LongestOutage() (time.Duration, string) {
 	var d time.Duration
@@ -118,10 +125,11 @@ func (rp *Report) Markdown() string {
 	fmt.Fprintf(&b, "Six probe streams per run (ClusterIP from a pod on node1 and from node1, NodePort from the external client; TCP and UDP), "+
 		"one probe every %s per stream; a probe fails when nothing answered within %s. An outage is the span from a stream's first failed probe to its next answer; "+
 		"the time to recover is the longest from a disruption (a signal, a batch of odd objects) to the first answer after the failures it caused. "+
+		"Stalled: probes that timed out more than %s after their timeout, while the prober itself was frozen (the machine is shared): not counted as failed. "+
 		"Lost: whether, after the scenario, a probe target or one of 20 sampled Services stopped answering or the kernel held fewer Service rules than before.\n\n",
-		ProbeInterval, ProbeTimeout)
-	b.WriteString("| scenario | proxy | mode | probes | failed | longest outage | time to recover | RSS before | RSS after | lost | notes |\n")
-	b.WriteString("| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |\n")
+		ProbeInterval, ProbeTimeout, stallSlack)
+	b.WriteString("| scenario | proxy | mode | probes | failed | stalled | longest outage | time to recover | RSS before | RSS after | lost | notes |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rp.Results {
 		out, stream := r.LongestOutage()
 		outage := "0"
@@ -136,8 +144,8 @@ func (rp *Report) Markdown() string {
 		if r.Err != "" {
 			notes = "**did not complete: " + oneLine(r.Err) + "** " + notes
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n",
-			r.Scenario, r.Proxy, r.Mode, r.Sent(), r.Failed(), outage, fmtDur(r.Recovery()),
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n",
+			r.Scenario, r.Proxy, r.Mode, r.Sent(), r.Failed(), r.Stalled(), outage, fmtDur(r.Recovery()),
 			bench.FmtMiB(r.RSSBefore), bench.FmtMiB(r.RSSAfter), lost, notes)
 	}
 	return b.String()
