@@ -37,7 +37,7 @@ type Sample struct {
 }
 
 // stallSlack: a probe that timed out more than this after its timeout was not running
-// (this process was starved). Go reports a read whose deadline passed while the
+// (this process was starved). Go can report a read whose deadline passed while the
 // process was frozen as a timeout even when the answer is waiting in the socket, so
 // such a probe says nothing about the proxy: it counts as stalled, not failed.
 const stallSlack = 500 * time.Millisecond
