@@ -94,6 +94,16 @@ e2e-upstream-slow:
 takeover:
 	hack/cluster.sh takeover --table=test/cluster/results/takeover.md $(CLUSTER_FLAGS)
 
+## reliability: issue 16's scenarios in full (proxy restarts in a row with 1,000 Services;
+## odd but valid API data), kproxy and upstream kube-proxy in nftables and iptables mode
+## under continuous probes (root; 11 minutes on an idle 2-core machine, more when loaded). Writes
+## bench/results/<timestamp>-reliability.md and .json; short versions run in `make test`.
+## RELIABILITY_RESTARTS=5 runs a reduced version. See docs/reliability.md.
+.PHONY: reliability
+reliability: setup
+	$(E2E_ENV) KPROXY_RELIABILITY=full KPROXY_RELIABILITY_RESTARTS=$(RELIABILITY_RESTARTS) \
+		KPROXY_RELIABILITY_OUT=$(CURDIR)/bench/results go test -count=1 -timeout 3h -v ./test/reliability/
+
 ## unit: the tests that need neither root nor the upstream binaries.
 unit:
 	go test $(GO_TEST_FLAGS) -short ./...

@@ -102,7 +102,7 @@ func sharedProxy(t *testing.T) *proxytest.Proxy {
 	t.Helper()
 	l := suite.Lab(t)
 	proxyOnce.Do(func() {
-		if err := addGatewayRoutes(l); err != nil {
+		if err := l.AddGatewayRoutes(context.Background()); err != nil {
 			proxyMu.Lock()
 			proxyErr = err
 			proxyMu.Unlock()
@@ -190,28 +190,4 @@ func restartProxy(t *testing.T) *proxytest.Proxy {
 	t.Helper()
 	replaceProxy(t, sharedProxy(t), defaultOptions())
 	return sharedProxy(t)
-}
-
-// addGatewayRoutes gives node1 routes for the service and load-balancer ranges via
-// node2, standing in for the default gateway every real node has. Without them node1
-// has no route to an address no rule translates (a Service without endpoints, an
-// unallocated ClusterIP, a dropped load-balancer IP): the kernel answers "network
-// unreachable" before the forward hook, where the proxy's reject and drop rules
-// live, and what the proxy does could not be observed. The routes live in node1's
-// namespace, which the lab deletes at teardown.
-func addGatewayRoutes(l *lab.Lab) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var cmds []string
-	for _, fam := range lab.Families {
-		gw := l.Node2.IPs.Get(fam)
-		cmds = append(cmds,
-			"route replace "+lab.ServiceCIDRs.Get(fam).String()+" via "+gw.String(),
-			"route replace "+lab.LoadBalancerCIDRs.Get(fam).String()+" via "+gw.String(),
-		)
-	}
-	if err := l.Node1.NS.IPBatch(ctx, cmds); err != nil {
-		return fmt.Errorf("gateway routes in node1: %w", err)
-	}
-	return nil
 }

@@ -67,6 +67,9 @@ type Options struct {
 	// Wrapper, when set, is a command and its arguments that run the binary (which
 	// must exec it in place), such as setpriv limiting its capabilities.
 	Wrapper []string
+	// Bin runs this binary instead of kproxy's (Binary): upstream's, for the suites
+	// that measure both the same way.
+	Bin string
 }
 
 // Proxy is a running kproxy in the lab's node1.
@@ -105,9 +108,12 @@ conntrack:
 
 // Start writes the configuration and starts the proxy in node1.
 func Start(l *lab.Lab, o Options) (*Proxy, error) {
-	bin, err := Binary()
-	if err != nil {
-		return nil, err
+	bin := o.Bin
+	if bin == "" {
+		var err error
+		if bin, err = Binary(); err != nil {
+			return nil, err
+		}
 	}
 	if o.Name == "" {
 		o.Name = "kube-proxy"

@@ -1,0 +1,176 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kproxy/kproxy/bench"
+	"github.com/kproxy/kproxy/test/e2e/proxytest"
+	"github.com/kproxy/kproxy/test/lab/labtest"
+)
+
+// Environment of `make reliability` (see doc.go).
+const (
+	// VersionEnv=full runs the full versions of the scenarios.
+	VersionEnv = "KPROXY_RELIABILITY"
+	// RestartsEnv overrides the restarts per signal (a reduced full version).
+	RestartsEnv = "KPROXY_RELIABILITY_RESTARTS"
+	// OutEnv is the directory the results table is written to.
+	OutEnv = "KPROXY_RELIABILITY_OUT"
+)
+
+// Sizes of the versions.
+const (
+	fullServices, fullRestarts   = 1000, 20
+	shortServices, shortRestarts = 100, 3
+)
+
+// The default pods: node1's first is the probe client; the four others are backends.
+var suite = &labtest.Suite{}
+
+var report = &Report{Started: time.Now(), LoadStart: LoadAvg()}
+
+func TestMain(m *testing.M) {
+	report.Version = version()
+	report.Command = "go test " + strings.Join(os.Args[1:], " ")
+	code := suite.Main(m)
+	proxytest.RemoveBinary()
+	if dir := os.Getenv(OutEnv); dir != "" && len(report.Results) > 0 {
+		report.Machine = bench.Machine(context.Background())
+		path, err := report.Write(dir)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+			code = 1
+		} else {
+			fmt.Fprintf(os.Stderr, "results written to %s\n", path)
+		}
+	}
+	if len(report.Results) > 0 {
+		fmt.Fprintln(os.Stderr, report.Markdown())
+	}
+	os.Exit(code)
+}
+
+func full() bool { return os.Getenv(VersionEnv) == "full" }
+
+// restarts is the restarts per signal of this version.
+func restarts() int {
+	if n, err := strconv.Atoi(os.Getenv(RestartsEnv)); err == nil && n > 0 {
+		return n
+	}
+	if full() {
+		return fullRestarts
+	}
+	return shortRestarts
+}
+
+func services() int {
+	if full() {
+		return fullServices
+	}
+	return shortServices
+}
+
+func version() string {
+	switch {
+	case !full():
+		return fmt.Sprintf("short (%d restarts per signal, %d Services)", restarts(), services())
+	case restarts() != fullRestarts:
+		return fmt.Sprintf("reduced full (%d restarts per signal instead of %d, %d Services)", restarts(), fullRestarts, services())
+	}
+	return fmt.Sprintf("full (%d restarts per signal, %d Services)", restarts(), services())
+}
+
+var (
+	worldOnce sync.Once
+	world     *World
+	worldErr  error
+)
+
+// setup returns the shared World and both proxies, or skips (fails under
+// KPROXY_E2E_REQUIRED=1) when the lab or a binary is unavailable.
+func setup(t *testing.T) (*World, []bench.Proxy) {
+	t.Helper()
+	l := suite.Lab(t)
+	proxies, err := Proxies()
+	if err != nil {
+		if labtest.Required() {
+			t.Fatalf("binaries unavailable and %s=1: %v", labtest.RequiredEnv, err)
+		}
+		t.Skip("binaries unavailable: " + err.Error())
+	}
+	worldOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// node1's own connections to ClusterIPs need a route (lab.AddGatewayRoutes).
+		if worldErr = l.AddGatewayRoutes(ctx); worldErr != nil {
+			return
+		}
+		world, worldErr = NewWorld(ctx, l)
+		if worldErr == nil {
+			worldErr = bench.CheckIPTablesBackend(ctx, l)
+		}
+	})
+	if worldErr != nil {
+		t.Fatal(worldErr)
+	}
+	return world, proxies
+}
+
+// outageBound is the longest outage the issue accepts of kproxy.
+const outageBound = time.Second
+
+// runEach runs scenario for every mode and proxy (kproxy first), records the results,
+// and holds kproxy to the acceptance: no failed probe, no outage over a second,
+// nothing lost. Upstream is measured the same way and only reported.
+func runEach(t *testing.T, timeout time.Duration, scenario func(ctx context.Context, w *World, p bench.Proxy, mode string) (Result, error)) {
+	w, proxies := setup(t)
+	for _, mode := range bench.Modes {
+		for _, p := range proxies {
+			t.Run(mode+"/"+p.Name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				res, err := scenario(ctx, w, p, mode)
+				if err != nil {
+					res.Err = err.Error()
+				}
+				if len(res.Streams) > 0 {
+					res.Notes += fmt.Sprintf("; slowest stream %.1f probes/s, longest pause in sending %s", res.MinRate(), fmtDur(res.MaxGap()))
+				}
+				report.Add(res)
+				out, stream := res.LongestOutage()
+				t.Logf("%s %s: %d probes, %d failed, %d stalled, longest outage %s (%s), recovery %s, RSS %.0f→%.0f MiB, lost %q; %s",
+					p.Name, mode, res.Sent(), res.Failed(), res.Stalled(), out, stream, res.Recovery(), res.RSSBefore, res.RSSAfter, res.Lost, res.Notes)
+				for _, s := range res.Streams {
+					if s.Failed > 0 || s.Stalled > 0 {
+						t.Logf("  %s: %d of %d failed %v, %d stalled, longest outage %s, recovery %s", s.Name, s.Failed, s.Sent, s.Outcomes, s.Stalled, s.LongestOutage, s.Recovery)
+					}
+				}
+				if p.Name != "kproxy" {
+					if err != nil {
+						t.Logf("upstream's run did not complete (reported, not a failure of kproxy): %v", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failed() > 0 || out > outageBound || res.Lost != "" {
+					t.Errorf("kproxy (%s mode): %d failed probes, longest outage %s (%s), lost %q; want none, at most %s, nothing",
+						mode, res.Failed(), out, stream, res.Lost, outageBound)
+				}
+				if r := res.MinRate(); r < 10 {
+					// Each stream is scheduled at 20/s; less means this process was
+					// starved (the pause is in the notes), not that the proxy did wrong.
+					t.Logf("a stream ran at %.1f probes/s (scheduled at %.0f/s): the prober was starved", r, float64(time.Second)/float64(ProbeInterval))
+				}
+			})
+		}
+	}
+}

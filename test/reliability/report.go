@@ -1,0 +1,191 @@
+package reliability
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kproxy/kproxy/bench"
+)
+
+// Result is one run of a scenario: one proxy in one mode.
+type Result struct {
+	Scenario  string
+	Proxy     string
+	Mode      string
+	Streams   []StreamStats
+	RSSBefore float64 // MiB, once the first proxy instance has synced
+	RSSAfter  float64 // MiB, at the end (the last instance)
+	Lost      string  // empty: nothing lost
+	Notes     string
+	Err       string `json:",omitempty"` // the run could not complete
+}
+
+// Sent, Failed, LongestOutage and Recovery sum up the streams.
+func (r Result) Sent() (n int) {
+	for _, s := range r.Streams {
+		n += s.Sent
+	}
+	return n
+}
+
+func (r Result) Failed() (n int) {
+	for _, s := range r.Streams {
+		n += s.Failed
+	}
+	return n
+}
+
+func (r Result) Stalled() (n int) {
+	for _, s := range r.Streams {
+		n += s.Stalled
+	}
+	return n
+}
+
+// LongestOutage is the longest outage of any stream, and that stream's name.
+func (r Result) LongestOutage() (time.Duration, string) {
+	var d time.Duration
+	var name string
+	for _, s := range r.Streams {
+		if s.LongestOutage > d {
+			d, name = s.LongestOutage, s.Name
+		}
+	}
+	return d, name
+}
+
+func (r Result) Recovery() (d time.Duration) {
+	for _, s := range r.Streams {
+		d = max(d, s.Recovery)
+	}
+	return d
+}
+
+// MinRate is the lowest probe rate of any stream.
+func (r Result) MinRate() float64 {
+	if len(r.Streams) == 0 {
+		return 0
+	}
+	rate := r.Streams[0].Rate
+	for _, s := range r.Streams[1:] {
+		rate = min(rate, s.Rate)
+	}
+	return rate
+}
+
+// MaxGap is the longest pause in sending of any stream.
+func (r Result) MaxGap() (d time.Duration) {
+	for _, s := range r.Streams {
+		d = max(d, s.MaxGap)
+	}
+	return d
+}
+
+// Report collects the results of a test run.
+type Report struct {
+	Started   time.Time
+	Version   string // "short", "full", or a reduced full version
+	LoadStart string // /proc/loadavg at the start
+	Machine   string `json:",omitempty"`
+	Command   string `json:",omitempty"`
+
+	mu      sync.Mutex
+	Results []Result
+}
+
+// Add records a result.
+func (rp *Report) Add(r Result) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.Results = append(rp.Results, r)
+}
+
+// LoadAvg is the first three fields of /proc/loadavg.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// Markdown renders the table with its header.
+func (rp *Report) Markdown() string {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Reliability, %s version, %s\n\n", rp.Version, rp.Started.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "Command: `%s`. Machine: %s; load average at the start %s.\n\n", rp.Command, rp.Machine, rp.LoadStart)
+	fmt.Fprintf(&b, "Six probe streams per run (ClusterIP from a pod on node1 and from node1, NodePort from the external client; TCP and UDP), "+
+		"one probe every %s per stream; a probe fails when nothing answered within %s. An outage is the span from a stream's first failed probe to its next answer; "+
+		"the time to recover is the longest from a disruption (a signal, a batch of odd objects) to the first answer after the failures it caused. "+
+		"Stalled: probes that timed out more than %s after their timeout, while the prober itself was frozen (the machine is shared): not counted as failed. "+
+		"Lost: whether, after the scenario, a probe target or one of 20 sampled Services stopped answering or the kernel held fewer Service rules than before.\n\n",
+		ProbeInterval, ProbeTimeout, stallSlack)
+	b.WriteString("| scenario | proxy | mode | probes | failed | stalled | longest outage | time to recover | RSS before | RSS after | lost | notes |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |\n")
+	for _, r := range rp.Results {
+		out, stream := r.LongestOutage()
+		outage := "0"
+		if out > 0 {
+			outage = fmt.Sprintf("%s (%s)", fmtDur(out), stream)
+		}
+		lost := "nothing"
+		if r.Lost != "" {
+			lost = "**" + oneLine(r.Lost) + "**"
+		}
+		notes := r.Notes
+		if r.Err != "" {
+			notes = "**did not complete: " + oneLine(r.Err) + "** " + notes
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n",
+			r.Scenario, r.Proxy, r.Mode, r.Sent(), r.Failed(), r.Stalled(), outage, fmtDur(r.Recovery()),
+			bench.FmtMiB(r.RSSBefore), bench.FmtMiB(r.RSSAfter), lost, notes)
+	}
+	return b.String()
+}
+
+func fmtDur(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// oneLine keeps a table cell on one line and short.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "|", "/")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// Write writes the table to dir/<timestamp>-reliability.md and the raw results beside
+// it (.json), and returns the .md path.
+func (rp *Report) Write(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("results dir: %w", err)
+	}
+	path := filepath.Join(dir, rp.Started.UTC().Format(bench.ResultsStamp)+"-reliability.md")
+	if err := os.WriteFile(path, []byte(rp.Markdown()), 0o644); err != nil {
+		return "", fmt.Errorf("write results: %w", err)
+	}
+	rp.mu.Lock()
+	b, err := json.MarshalIndent(rp, "", "  ")
+	rp.mu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("encode results: %w", err)
+	}
+	if err := os.WriteFile(strings.TrimSuffix(path, ".md")+".json", b, 0o644); err != nil {
+		return "", fmt.Errorf("write results: %w", err)
+	}
+	return path, nil
+}
