@@ -8,8 +8,9 @@
 //   - The assets are hack/vm-assets.sh's: the kernel (_output/vm/vmlinuz) and a base
 //     initramfs (_output/vm/initramfs.img) with busybox, the kernel modules and the
 //     host's ip, nft, iptables (both back ends), ipset, conntrack, nfacct, unshare,
-//     sysctl and kmod, and an /init (hack/vm/init) that mounts /proc, /sys, /dev, /tmp
-//     and /run, loads the modules, sets lo up, runs /kproxy/agent if present, prints
+//     sysctl and kmod, and an /init (hack/vm/init) that mounts /proc, /sys, /dev and
+//     /run (not /tmp: the initramfs's own is writable, and a checkout under /tmp must
+//     stay visible; one under /run cannot be used), loads the modules, sets lo up, runs /kproxy/agent if present, prints
 //     its exit code on the console and powers off.
 //   - Config.Run appends a per-run archive to the base: the agent (Config.Agent: a
 //     binary that calls Agent when IsAgent, such as kproxy-vmexec itself), the payload
