@@ -165,11 +165,29 @@ func (l *Lab) waitAPIServerReady(ctx context.Context) error {
 // keeps the data), then waits until it is ready: for tests of clients that must ride
 // out an API server restart. Each run logs to kube-apiserver-restart-N.log.
 func (l *Lab) RestartAPIServer(ctx context.Context) error {
+	if err := l.StopAPIServer(); err != nil {
+		return err
+	}
+	return l.StartAPIServer(ctx)
+}
+
+// StopAPIServer kills kube-apiserver (etcd keeps the data): until StartAPIServer,
+// every client of the lab finds it unreachable.
+func (l *Lab) StopAPIServer() error {
 	if l.Options.External != nil {
-		return errors.New("the lab's API server is external (Options.External): it cannot restart it")
+		return errors.New("the lab's API server is external (Options.External): it cannot stop it")
 	}
 	if err := l.APIServer.Stop(10 * time.Second); err != nil {
 		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, with the same
+// flags, and waits until it is ready. Each run logs to kube-apiserver-restart-N.log.
+func (l *Lab) StartAPIServer(ctx context.Context) error {
+	if l.Options.External != nil {
+		return errors.New("the lab's API server is external (Options.External): it cannot start it")
 	}
 	l.apiServerRestarts++
 	if err := l.startAPIServer(fmt.Sprintf("kube-apiserver-restart-%d", l.apiServerRestarts)); err != nil {

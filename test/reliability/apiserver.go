@@ -1,0 +1,170 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kproxy/kproxy/bench"
+	"github.com/kproxy/kproxy/test/e2e/proxytest"
+	"github.com/kproxy/kproxy/test/lab"
+)
+
+// APIOutageConfig sizes scenario 2.
+type APIOutageConfig struct {
+	Services int           // bulk Services loaded (besides the probe Service)
+	Restarts int           // API server restarts in a row
+	Down     time.Duration // then the API server is unreachable this long
+}
+
+// programmedBound is how soon the issue wants a change made once the API server is
+// back programmed. Neither proxy meets it after an outage of several seconds: both
+// watch through client-go's reflectors, which retry a failed list or watch after an
+// exponential back-off (0.8 s doubling up to 30 s, with up to 100% jitter), so the
+// first retry after the API server returns can come 20-30 s later. It is reported in
+// the notes; waitAnswering's minute bounds it.
+const programmedBound = 5 * time.Second
+
+// RunAPIServerOutage is scenario 2: the API server restarted cfg.Restarts times, then
+// (when cfg.Down is set) stopped for cfg.Down, under probes. The probe streams say whether traffic kept
+// flowing on the last state; after each return a new Service is created, and the
+// time from the API server being ready to its ClusterIP answering says how soon the
+// proxy's watches came back (the issue's bound: 5 s); the proxy's /healthz is read at
+// the end of the outage. Changes cannot be made while the API server is down: "what
+// changed meanwhile" is what changed before the proxy's watches resumed.
+func RunAPIServerOutage(ctx context.Context, w *World, p bench.Proxy, mode string, cfg APIOutageConfig) (res Result, err error) {
+	res = Result{Scenario: fmt.Sprintf("2. API server: %d restarts, then down %s; %d Services", cfg.Restarts, fmtDur(cfg.Down), cfg.Services), Proxy: p.Name, Mode: mode}
+	if err := w.LoadTo(ctx, cfg.Services); err != nil {
+		return res, err
+	}
+	l := w.Lab
+	px, _, err := startSynced(ctx, l, p, mode)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if serr := stopAndReset(l, px); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	if err := waitAnswering(ctx, w.Targets()); err != nil {
+		return res, err
+	}
+	base, err := w.TakeBaseline(ctx, mode)
+	if err != nil {
+		return res, err
+	}
+	res.RSSBefore = rss(px)
+
+	runner := StartProbes(ctx, w.Targets())
+	var lags []time.Duration
+	var health string
+	var runErr error
+	returns := cfg.Restarts
+	if cfg.Down > 0 {
+		returns++ // the outage, after the restarts
+	}
+	for i := 0; i < returns && runErr == nil; i++ {
+		down := time.Duration(0)
+		if i == cfg.Restarts {
+			down = cfg.Down
+		}
+		var lag time.Duration
+		lag, health, runErr = apiServerDown(ctx, w, px, runner, fmt.Sprintf("rel-api-%s-%s-%d", mode, p.Name, i), down)
+		if runErr == nil {
+			lags = append(lags, lag)
+		}
+	}
+	if runErr == nil {
+		runErr = runner.WaitAnswered(ctx, time.Now(), settleAnswers, answerTimeout)
+	}
+	stats, err := runner.Stop()
+	if err != nil {
+		return res, err
+	}
+	res.Streams = stats
+	res.RSSAfter = rss(px)
+	res.Notes = apiOutageNotes(lags, health)
+	if runErr != nil {
+		return res, runErr
+	}
+	res.Lost = w.Lost(ctx, mode, base, cfg.Services)
+	return res, nil
+}
+
+// apiServerDown stops the API server, keeps it down for down, reads the proxy's
+// /healthz (when down > 0), starts it again, creates the Service name, and returns
+// how long after the API server was ready the Service's ClusterIP answered.
+func apiServerDown(ctx context.Context, w *World, px *proxytest.Proxy, runner *Runner, name string, down time.Duration) (time.Duration, string, error) {
+	l := w.Lab
+	runner.Disrupted()
+	if err := l.StopAPIServer(); err != nil {
+		return 0, "", err
+	}
+	var health string
+	if down > 0 {
+		// The outage itself: the scenario's length, not a wait for a condition.
+		select {
+		case <-time.After(down):
+		case <-ctx.Done():
+			return 0, "", ctx.Err()
+		}
+		code, body, err := px.Get(ctx, proxytest.HealthzURL)
+		health = fmt.Sprintf("%d %s", code, strings.TrimSpace(body))
+		if err != nil {
+			health = err.Error()
+		}
+	}
+	if err := l.StartAPIServer(ctx); err != nil {
+		return 0, health, err
+	}
+	ready := time.Now()
+	svc, err := l.CreateService(ctx, &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.ServiceSpec{
+			IPFamilies: []v1.IPFamily{v1.IPv4Protocol},
+			Ports:      []v1.ServicePort{{Name: "tcp", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(80)}},
+		},
+	})
+	if err != nil {
+		return 0, health, err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = l.DeleteService(dctx, svc)
+	}()
+	if _, err := l.SetEndpoints(ctx, svc, lab.PodEndpoints(w.Bulk.Backends...), nil); err != nil {
+		return 0, health, err
+	}
+	target := Target{Name: name, From: w.Client.NS, Probe: lab.Probe{Protocol: v1.ProtocolTCP, Target: netip.AddrPortFrom(netip.MustParseAddr(svc.Spec.ClusterIP), 80)}}
+	if err := waitAnswering(ctx, []Target{target}); err != nil {
+		return 0, health, err
+	}
+	return time.Since(ready), health, nil
+}
+
+func apiOutageNotes(lags []time.Duration, health string) string {
+	s := fmt.Sprintf("%d returns of the API server", len(lags))
+	if len(lags) > 0 {
+		parts := make([]string, len(lags))
+		for i, d := range lags {
+			parts[i] = fmtDur(d)
+		}
+		s += fmt.Sprintf("; a Service created on each return answered %s after the API server was ready", strings.Join(parts, ", "))
+		if slices.Max(lags) > programmedBound {
+			s += fmt.Sprintf(" (over the issue's %s: client-go's reflector back-off)", programmedBound)
+		}
+	}
+	if health != "" {
+		s += "; /healthz at the end of the outage: " + health
+	}
+	return s
+}
