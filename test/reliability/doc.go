@@ -20,8 +20,10 @@
 //   - "Lost anything" is checked after the scenario, once the proxy has synced: every
 //     probe target and a sample of the loaded Services answer, and the kernel holds at
 //     least as many Service rules as before the scenario (bench.CountServices).
-//   - Short versions (3 restarts of each kind with 100 Services; the odd data as is)
-//     run under `go test`; KPROXY_RELIABILITY=full runs the full versions (`make
+//   - Scenarios: 1, restarts in a row (RunRestarts); 2, the API server restarted and
+//     then down (RunAPIServerOutage); 5, odd but valid API data (RunOddData).
+//   - Short versions (3 restarts of each kind with 100 Services; 2 API server restarts;
+//     the odd data as is) run under `go test`; KPROXY_RELIABILITY=full runs the full versions (`make
 //     reliability`), and KPROXY_RELIABILITY_OUT=<dir> writes the results table there as
 //     <timestamp>-reliability.md and .json (bench/results' style).
 //   - Without root, the lab's binaries or upstream's binary the tests skip with the
