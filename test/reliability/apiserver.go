@@ -29,8 +29,13 @@ type APIOutageConfig struct {
 // watch through client-go's reflectors, which retry a failed list or watch after an
 // exponential back-off (0.8 s doubling up to 30 s, with up to 100% jitter), so the
 // first retry after the API server returns can come 20-30 s later. It is reported in
-// the notes; waitAnswering's minute bounds it.
+// the notes; returnBound bounds it.
 const programmedBound = 5 * time.Second
+
+// returnBound bounds waiting for a change made at the API server's return to be
+// programmed: the reflector's longest retry interval (30 s, plus up to 100% jitter)
+// and a list.
+const returnBound = 90 * time.Second
 
 // RunAPIServerOutage is scenario 2: the API server restarted cfg.Restarts times, then
 // (when cfg.Down is set) stopped for cfg.Down, under probes. The probe streams say whether traffic kept
@@ -145,7 +150,7 @@ func apiServerDown(ctx context.Context, w *World, px *proxytest.Proxy, runner *R
 		return 0, health, err
 	}
 	target := Target{Name: name, From: w.Client.NS, Probe: lab.Probe{Protocol: v1.ProtocolTCP, Target: netip.AddrPortFrom(netip.MustParseAddr(svc.Spec.ClusterIP), 80)}}
-	if err := waitAnswering(ctx, []Target{target}); err != nil {
+	if err := waitAnsweringWithin(ctx, []Target{target}, returnBound); err != nil {
 		return 0, health, err
 	}
 	return time.Since(ready), health, nil

@@ -109,8 +109,14 @@ func (w *World) sampleTargets(n, k int) []Target {
 // answerTimeout bounds waiting for a target to answer after a proxy (re)start.
 const answerTimeout = time.Minute
 
-// waitAnswering waits until every target answers one probe.
+// waitAnswering waits until every target answers one probe, for at most
+// answerTimeout.
 func waitAnswering(ctx context.Context, targets []Target) error {
+	return waitAnsweringWithin(ctx, targets, answerTimeout)
+}
+
+// waitAnsweringWithin is waitAnswering with another bound.
+func waitAnsweringWithin(ctx context.Context, targets []Target, answerTimeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, answerTimeout)
 	defer cancel()
 	for _, t := range targets {
