@@ -3,18 +3,12 @@ package reliability
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
 	"github.com/kproxy/kproxy/bench"
 	"github.com/kproxy/kproxy/test/e2e/proxytest"
-	"github.com/kproxy/kproxy/test/lab"
 )
 
 // APIOutageConfig sizes scenario 2.
@@ -44,72 +38,40 @@ const returnBound = 90 * time.Second
 // proxy's watches came back (the issue's bound: 5 s); the proxy's /healthz is read at
 // the end of the outage. Changes cannot be made while the API server is down: "what
 // changed meanwhile" is what changed before the proxy's watches resumed.
-func RunAPIServerOutage(ctx context.Context, w *World, p bench.Proxy, mode string, cfg APIOutageConfig) (res Result, err error) {
-	res = Result{Scenario: fmt.Sprintf("2. API server: %d restarts, then down %s; %d Services", cfg.Restarts, fmtDur(cfg.Down), cfg.Services), Proxy: p.Name, Mode: mode}
-	if err := w.LoadTo(ctx, cfg.Services); err != nil {
-		return res, err
-	}
-	l := w.Lab
-	px, _, err := startSynced(ctx, l, p, mode)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		if serr := stopAndReset(l, px); serr != nil && err == nil {
-			err = serr
+func RunAPIServerOutage(ctx context.Context, w *World, p bench.Proxy, mode string, cfg APIOutageConfig) (Result, error) {
+	res := Result{Scenario: fmt.Sprintf("2. API server: %d restarts, then down %s; %d Services", cfg.Restarts, fmtDur(cfg.Down), cfg.Services), Proxy: p.Name, Mode: mode}
+	err := runScenario(ctx, w, p, mode, cfg.Services, &res, func(r *scenarioRun) (string, error) {
+		returns := cfg.Restarts
+		if cfg.Down > 0 {
+			returns++ // the outage, after the restarts
 		}
-	}()
-	if err := waitAnswering(ctx, w.Targets()); err != nil {
-		return res, err
-	}
-	base, err := w.TakeBaseline(ctx, mode)
-	if err != nil {
-		return res, err
-	}
-	res.RSSBefore = rss(px)
-
-	runner := StartProbes(ctx, w.Targets())
-	var lags []time.Duration
-	var health string
-	var runErr error
-	returns := cfg.Restarts
-	if cfg.Down > 0 {
-		returns++ // the outage, after the restarts
-	}
-	for i := 0; i < returns && runErr == nil; i++ {
-		down := time.Duration(0)
-		if i == cfg.Restarts {
-			down = cfg.Down
-		}
-		var lag time.Duration
-		lag, health, runErr = apiServerDown(ctx, w, px, runner, fmt.Sprintf("rel-api-%s-%s-%d", mode, p.Name, i), down)
-		if runErr == nil {
+		var lags []time.Duration
+		var health string
+		for i := range returns {
+			down := time.Duration(0)
+			if i == cfg.Restarts {
+				down = cfg.Down
+			}
+			lag, h, err := apiServerDown(ctx, r, fmt.Sprintf("rel-api-%s-%s-%d", mode, p.Name, i), down)
+			if h != "" {
+				health = h
+			}
+			if err != nil {
+				return apiOutageNotes(lags, health), err
+			}
 			lags = append(lags, lag)
 		}
-	}
-	if runErr == nil {
-		runErr = runner.WaitAnswered(ctx, time.Now(), settleAnswers, answerTimeout)
-	}
-	stats, err := runner.Stop()
-	if err != nil {
-		return res, err
-	}
-	res.Streams = stats
-	res.RSSAfter = rss(px)
-	res.Notes = apiOutageNotes(lags, health)
-	if runErr != nil {
-		return res, runErr
-	}
-	res.Lost = w.Lost(ctx, mode, base, cfg.Services)
-	return res, nil
+		return apiOutageNotes(lags, health), nil
+	})
+	return res, err
 }
 
 // apiServerDown stops the API server, keeps it down for down, reads the proxy's
 // /healthz (when down > 0), starts it again, creates the Service name, and returns
 // how long after the API server was ready the Service's ClusterIP answered.
-func apiServerDown(ctx context.Context, w *World, px *proxytest.Proxy, runner *Runner, name string, down time.Duration) (time.Duration, string, error) {
-	l := w.Lab
-	runner.Disrupted()
+func apiServerDown(ctx context.Context, r *scenarioRun, name string, down time.Duration) (time.Duration, string, error) {
+	l := r.w.Lab
+	r.runner.Disrupted()
 	if err := l.StopAPIServer(); err != nil {
 		return 0, "", err
 	}
@@ -121,7 +83,7 @@ func apiServerDown(ctx context.Context, w *World, px *proxytest.Proxy, runner *R
 		case <-ctx.Done():
 			return 0, "", ctx.Err()
 		}
-		code, body, err := px.Get(ctx, proxytest.HealthzURL)
+		code, body, err := r.px.Get(ctx, proxytest.HealthzURL)
 		health = fmt.Sprintf("%d %s", code, strings.TrimSpace(body))
 		if err != nil {
 			health = err.Error()
@@ -131,26 +93,7 @@ func apiServerDown(ctx context.Context, w *World, px *proxytest.Proxy, runner *R
 		return 0, health, err
 	}
 	ready := time.Now()
-	svc, err := l.CreateService(ctx, &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.ServiceSpec{
-			IPFamilies: []v1.IPFamily{v1.IPv4Protocol},
-			Ports:      []v1.ServicePort{{Name: "tcp", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(80)}},
-		},
-	})
-	if err != nil {
-		return 0, health, err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = l.DeleteService(dctx, svc)
-	}()
-	if _, err := l.SetEndpoints(ctx, svc, lab.PodEndpoints(w.Bulk.Backends...), nil); err != nil {
-		return 0, health, err
-	}
-	target := Target{Name: name, From: w.Client.NS, Probe: lab.Probe{Protocol: v1.ProtocolTCP, Target: netip.AddrPortFrom(netip.MustParseAddr(svc.Spec.ClusterIP), 80)}}
-	if err := waitAnsweringWithin(ctx, []Target{target}, returnBound); err != nil {
+	if err := r.w.serviceAnswersWithin(ctx, name, "a Service created at the API server's return", returnBound); err != nil {
 		return 0, health, err
 	}
 	return time.Since(ready), health, nil

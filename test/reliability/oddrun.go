@@ -25,79 +25,41 @@ type OddConfig struct {
 // odd data); then all of them are deleted and the kernel must be back to the Service
 // rules it held before. The proxy must not exit, and no probe of the other Services
 // fail.
-func RunOddData(ctx context.Context, w *World, p bench.Proxy, mode string, cfg OddConfig) (res Result, err error) {
-	res = Result{Scenario: "5. odd but valid API data", Proxy: p.Name, Mode: mode}
-	if err := w.LoadTo(ctx, cfg.Services); err != nil {
-		return res, err
-	}
-	l := w.Lab
-	px, _, err := startSynced(ctx, l, p, mode)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		if serr := stopAndReset(l, px); serr != nil && err == nil {
-			err = serr
+func RunOddData(ctx context.Context, w *World, p bench.Proxy, mode string, cfg OddConfig) (Result, error) {
+	res := Result{Scenario: "5. odd but valid API data", Proxy: p.Name, Mode: mode}
+	err := runScenario(ctx, w, p, mode, cfg.Services, &res, func(r *scenarioRun) (string, error) {
+		odd := w.OddServices()
+		r.runner.Disrupted()
+		created, runErr := w.CreateOdd(ctx, odd)
+		var answered []string
+		var rssOdd float64
+		if runErr == nil {
+			runErr = w.serviceAnswers(ctx, "rel-canary", "the canary Service created after the odd data")
 		}
-	}()
-	if err := waitAnswering(ctx, append(w.Targets(), w.sampleTargets(cfg.Services, 20)...)); err != nil {
-		return res, err
-	}
-	base, err := w.TakeBaseline(ctx, mode)
-	if err != nil {
-		return res, err
-	}
-	res.RSSBefore = rss(px)
-
-	runner := StartProbes(ctx, w.Targets())
-	odd := w.OddServices()
-	runner.Disrupted()
-	created, runErr := w.CreateOdd(ctx, odd)
-	var answered []string
-	var rssOdd float64
-	if runErr == nil {
-		runErr = w.canaryAnswers(ctx)
-	}
-	if runErr == nil {
-		rssOdd = rss(px)
-		answered = w.oddAnswering(ctx, odd, created)
-	}
-	runner.Disrupted()
-	if derr := w.DeleteOdd(ctx, created); runErr == nil {
-		runErr = derr
-	}
-	if runErr == nil {
-		runErr = px.WaitFor(ctx, fmt.Sprintf("the kernel back to %d Service rules", base.Services), answerTimeout, func(ctx context.Context) error {
-			n, err := bench.CountServices(ctx, l.Node1.NS, mode)
-			if err != nil {
-				return err
-			}
-			if n != base.Services {
-				return fmt.Errorf("%d Service rules", n)
-			}
-			return nil
-		})
-	}
-	if runErr == nil {
-		runErr = runner.WaitAnswered(ctx, time.Now(), settleAnswers, answerTimeout)
-	}
-	stats, err := runner.Stop()
-	if err != nil {
-		return res, err
-	}
-	res.Streams = stats
-	res.RSSAfter = rss(px)
-	res.Notes = fmt.Sprintf("%d other Services; %d odd Services (%s); RSS with them %s; odd Services answering on port 80: %d of %d",
-		cfg.Services, len(odd), whats(odd), bench.FmtMiB(rssOdd), len(answered), countAnswers(odd))
-	if done, werr := px.Process.Exited(); done {
-		res.Lost = fmt.Sprintf("the proxy exited (%v)", werr)
-		return res, runErr
-	}
-	if runErr != nil {
-		return res, runErr
-	}
-	res.Lost = w.Lost(ctx, mode, base, cfg.Services)
-	return res, nil
+		if runErr == nil {
+			rssOdd = rss(r.px)
+			answered = w.oddAnswering(ctx, odd, created)
+		}
+		r.runner.Disrupted()
+		if derr := w.DeleteOdd(ctx, created); runErr == nil {
+			runErr = derr
+		}
+		if runErr == nil {
+			runErr = r.px.WaitFor(ctx, fmt.Sprintf("the kernel back to %d Service rules", r.base.Services), answerTimeout, func(ctx context.Context) error {
+				n, err := bench.CountServices(ctx, w.Lab.Node1.NS, mode)
+				if err != nil {
+					return err
+				}
+				if n != r.base.Services {
+					return fmt.Errorf("%d Service rules", n)
+				}
+				return nil
+			})
+		}
+		return fmt.Sprintf("%d other Services; %d odd Services (%s); RSS with them %s; odd Services answering on port 80: %d of %d",
+			cfg.Services, len(odd), whats(odd), bench.FmtMiB(rssOdd), len(answered), countAnswers(odd)), runErr
+	})
+	return res, err
 }
 
 func whats(odd []*OddService) string {
@@ -117,11 +79,17 @@ func countAnswers(odd []*OddService) (n int) {
 	return n
 }
 
-// canaryAnswers creates a normal Service after the odd ones, waits until it answers
-// (the proxy has programmed everything written before it), and deletes it.
-func (w *World) canaryAnswers(ctx context.Context) error {
+// serviceAnswers creates a normal Service called name (TCP port 80 on the bulk
+// Services' backends), waits until it answers from the client pod (the proxy has
+// programmed everything written before it), and deletes it; what names it in errors.
+func (w *World) serviceAnswers(ctx context.Context, name, what string) error {
+	return w.serviceAnswersWithin(ctx, name, what, answerTimeout)
+}
+
+// serviceAnswersWithin is serviceAnswers with another bound.
+func (w *World) serviceAnswersWithin(ctx context.Context, name, what string, bound time.Duration) error {
 	svc, err := w.Lab.CreateService(ctx, &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "rel-canary", Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
 		Spec: v1.ServiceSpec{IPFamilies: []v1.IPFamily{v1.IPv4Protocol}, Ports: []v1.ServicePort{
 			{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(80)}}},
 	})
@@ -136,8 +104,8 @@ func (w *World) canaryAnswers(ctx context.Context) error {
 	if _, err := w.Lab.SetEndpoints(ctx, svc, lab.PodEndpoints(w.Bulk.Backends...), nil); err != nil {
 		return err
 	}
-	return waitAnswering(ctx, []Target{{Name: "the canary Service created after the odd data", From: w.Client.NS,
-		Probe: lab.Probe{Protocol: v1.ProtocolTCP, Target: netip.AddrPortFrom(netip.MustParseAddr(svc.Spec.ClusterIP), 80)}}})
+	return waitAnsweringWithin(ctx, []Target{{Name: what, From: w.Client.NS,
+		Probe: lab.Probe{Protocol: v1.ProtocolTCP, Target: netip.AddrPortFrom(netip.MustParseAddr(svc.Spec.ClusterIP), 80)}}}, bound)
 }
 
 // oddAnswering lists the odd Services with real backends that answer a TCP probe on

@@ -28,62 +28,27 @@ const settleAnswers = 25
 // RunRestarts is scenario 1: the proxy restarted cfg.Restarts times with SIGTERM, then
 // cfg.Restarts times with SIGKILL, each new instance started once the previous one
 // exited and the next signal sent once it has synced, under probes.
-func RunRestarts(ctx context.Context, w *World, p bench.Proxy, mode string, cfg RestartConfig) (res Result, err error) {
-	res = Result{Scenario: fmt.Sprintf("1. restarts, %d Services", cfg.Services), Proxy: p.Name, Mode: mode}
-	if err := w.LoadTo(ctx, cfg.Services); err != nil {
-		return res, err
-	}
-	l := w.Lab
-	px, _, err := startSynced(ctx, l, p, mode)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		if serr := stopAndReset(l, px); serr != nil && err == nil {
-			err = serr
-		}
-	}()
-	if err := waitAnswering(ctx, append(w.Targets(), w.sampleTargets(cfg.Services, 20)...)); err != nil {
-		return res, err
-	}
-	base, err := w.TakeBaseline(ctx, mode)
-	if err != nil {
-		return res, err
-	}
-	res.RSSBefore = rss(px)
-
-	runner := StartProbes(ctx, w.Targets())
-	var syncs []time.Duration
-	var exits []string
-	var runErr error
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		for i := 0; i < cfg.Restarts && runErr == nil; i++ {
-			var d time.Duration
-			var exit string
-			px, d, exit, runErr = restartOnce(ctx, l, runner, px, p, mode, sig)
-			if runErr == nil {
+func RunRestarts(ctx context.Context, w *World, p bench.Proxy, mode string, cfg RestartConfig) (Result, error) {
+	res := Result{Scenario: fmt.Sprintf("1. restarts, %d Services", cfg.Services), Proxy: p.Name, Mode: mode}
+	err := runScenario(ctx, w, p, mode, cfg.Services, &res, func(r *scenarioRun) (string, error) {
+		var syncs []time.Duration
+		var exits []string
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			for range cfg.Restarts {
+				next, d, exit, err := restartOnce(ctx, w.Lab, r.runner, r.px, p, mode, sig)
+				r.px = next
+				if err != nil {
+					return restartNotes(cfg, syncs, exits), err
+				}
 				syncs = append(syncs, d)
 				if exit != "" {
 					exits = append(exits, exit)
 				}
 			}
 		}
-	}
-	if runErr == nil {
-		runErr = runner.WaitAnswered(ctx, time.Now(), settleAnswers, answerTimeout)
-	}
-	stats, err := runner.Stop()
-	if err != nil {
-		return res, err
-	}
-	res.Streams = stats
-	res.RSSAfter = rss(px)
-	res.Notes = restartNotes(cfg, syncs, exits)
-	if runErr != nil {
-		return res, runErr
-	}
-	res.Lost = w.Lost(ctx, mode, base, cfg.Services)
-	return res, nil
+		return restartNotes(cfg, syncs, exits), nil
+	})
+	return res, err
 }
 
 // restartOnce marks a disruption in runner, signals px, waits for it to exit, and starts p again until it has
