@@ -96,7 +96,7 @@ takeover:
 
 ## reliability: issue 16's scenarios in full (proxy restarts in a row with 1,000 Services;
 ## odd but valid API data), kproxy and upstream kube-proxy in nftables and iptables mode
-## under continuous probes (root; 11 minutes on an idle 2-core machine, more when loaded). Writes
+## under continuous probes (root; about 21 minutes on an idle 2-core machine, more when loaded). Writes
 ## bench/results/<timestamp>-reliability.md and .json; short versions run in `make test`.
 ## RELIABILITY_RESTARTS=5 runs a reduced version. See docs/reliability.md.
 .PHONY: reliability
