@@ -95,7 +95,7 @@ takeover:
 	hack/cluster.sh takeover --table=test/cluster/results/takeover.md $(CLUSTER_FLAGS)
 
 ## reliability: issue 16's scenarios in full (proxy restarts in a row with 1,000 Services;
-## odd but valid API data), kproxy and upstream kube-proxy in nftables and iptables mode
+## the API server restarted, then down a minute; odd but valid API data), kproxy and upstream kube-proxy in nftables and iptables mode
 ## under continuous probes (root; about 21 minutes on an idle 2-core machine, more when loaded). Writes
 ## bench/results/<timestamp>-reliability.md and .json; short versions run in `make test`.
 ## RELIABILITY_RESTARTS=5 runs a reduced version. See docs/reliability.md.
