@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 
+	mdnetlink "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -105,21 +106,21 @@ func (n *Netlink) execute(msgType, flags int, name string) ([][]byte, error) {
 }
 
 // parseCounter decodes an NFNL_MSG_ACCT_NEW reply: an nfgenmsg header, then the
-// attributes (counts are big-endian 64-bit). It reads the attributes itself, with
-// bounds checks: nl.ParseRouteAttr panics on a last attribute whose padding the
-// message does not hold.
+// attributes (counts are big-endian 64-bit). mdlayher/netlink's decoder reads them
+// with bounds checks: vishvananda's nl.ParseRouteAttr panics on a last attribute
+// whose padding the message does not hold.
 func parseCounter(msg []byte) (Counter, error) {
 	if len(msg) < nl.SizeofNfgenmsg {
 		return Counter{}, fmt.Errorf("short nfacct message (%d bytes)", len(msg))
 	}
+	ad, err := mdnetlink.NewAttributeDecoder(msg[nl.SizeofNfgenmsg:])
+	if err != nil {
+		return Counter{}, fmt.Errorf("parsing nfacct attributes: %w", err)
+	}
 	var c Counter
-	for b := msg[nl.SizeofNfgenmsg:]; len(b) >= unix.SizeofRtAttr; {
-		n := int(binary.NativeEndian.Uint16(b))
-		if n < unix.SizeofRtAttr || n > len(b) {
-			return Counter{}, fmt.Errorf("parsing nfacct attributes: attribute length %d of %d bytes", n, len(b))
-		}
-		value := b[unix.SizeofRtAttr:n]
-		switch binary.NativeEndian.Uint16(b[2:]) &^ (unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER) {
+	for ad.Next() {
+		value := ad.Bytes()
+		switch ad.Type() {
 		case attrName:
 			c.Name = string(trimZero(value))
 		case attrPackets:
@@ -131,7 +132,9 @@ func parseCounter(msg []byte) (Counter, error) {
 				c.Bytes = binary.BigEndian.Uint64(value)
 			}
 		}
-		b = b[min((n+unix.NLA_ALIGNTO-1)&^(unix.NLA_ALIGNTO-1), len(b)):]
+	}
+	if err := ad.Err(); err != nil {
+		return Counter{}, fmt.Errorf("parsing nfacct attributes: %w", err)
 	}
 	return c, nil
 }
