@@ -94,14 +94,7 @@ func readKernelMessage(msg []byte) *Inventory {
 	var scratch []uint64
 	list, _ := attrGet(msg, unix.NFTA_SET_ELEM_LIST_ELEMENTS)
 	s := &InventorySet{Elements: map[uint64]uint64{}}
-	for b := list; len(b) > 0; {
-		_, el, rest, ok := nextAttr(b)
-		if !ok {
-			break
-		}
-		b = rest
-		s.Elements[elemKeyHash(el)] = elemHash(el)
-	}
+	s.addElements(list)
 	s.Def = elementsHash(0, list, &scratch)
 	inv.Sets["elements"] = s
 	c := &InventoryChain{Def: chainDefHash(msg)}

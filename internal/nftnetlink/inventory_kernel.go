@@ -58,16 +58,7 @@ func (e *Executor) ReadInventory(ctx context.Context) (*Inventory, error) {
 			return nil, fmt.Errorf("nftnetlink: listing set elements: %w", err)
 		}
 		s := inv.Sets[name]
-		err := dumpElementLists(sock, e.nfproto, e.table, name, func(list []byte) {
-			for b := list; len(b) > 0; {
-				_, el, rest, ok := nextAttr(b)
-				if !ok {
-					break
-				}
-				b = rest
-				s.Elements[elemKeyHash(el)] = elemHash(el)
-			}
-		})
+		err := dumpElementLists(sock, e.nfproto, e.table, name, s.addElements)
 		if err != nil {
 			return nil, fmt.Errorf("nftnetlink: listing the elements of %s: %w", name, err)
 		}
@@ -197,4 +188,18 @@ func dumpElementLists(sock *socket, nfproto byte, table, set string, each func([
 			each(l)
 		}
 	})
+}
+
+// addElements hashes the elements of one NFTA_SET_ELEM_LIST_ELEMENTS attribute of
+// the kernel's listing into s (key hash to element hash); a truncated attribute
+// ends the list.
+func (s *InventorySet) addElements(list []byte) {
+	for b := list; len(b) > 0; {
+		_, el, rest, ok := nextAttr(b)
+		if !ok {
+			return
+		}
+		b = rest
+		s.Elements[elemKeyHash(el)] = elemHash(el)
+	}
 }
