@@ -24,6 +24,15 @@ func IsAgent() bool {
 // it the agent returns anyway and /init powers off.
 const agentAckWait = 10 * time.Second
 
+// RunAgentIfAgent runs Agent and exits with its code when this process is the
+// agent (IsAgent); otherwise it returns. A binary that can be the agent calls it
+// first thing in main or TestMain.
+func RunAgentIfAgent() {
+	if IsAgent() {
+		os.Exit(Agent(context.Background()))
+	}
+}
+
 // Agent runs the payload the spec names in the VM, streams its output to the host
 // and returns its exit code (the code /init prints). It reports its own failures on
 // stderr (the VM's console) and returns 125, as the payload did not run.

@@ -1,7 +1,6 @@
 package vm_test
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -11,8 +10,6 @@ import (
 // The test binary is its own agent in the VM: the VM tests boot it with itself as
 // the payload, and /init runs it as the agent first.
 func TestMain(m *testing.M) {
-	if vm.IsAgent() {
-		os.Exit(vm.Agent(context.Background()))
-	}
+	vm.RunAgentIfAgent()
 	os.Exit(m.Run())
 }

@@ -38,9 +38,7 @@ import (
 )
 
 func main() {
-	if vm.IsAgent() {
-		os.Exit(vm.Agent(context.Background()))
-	}
+	vm.RunAgentIfAgent()
 	klog.InitFlags(nil)
 	services := flag.String("services", "1000,10000", "Service counts for the initial-sync scenario (each with 10 endpoints)")
 	with30k := flag.Bool("with-30k", false, "also measure 30,000 Services (initial sync and dataplane)")

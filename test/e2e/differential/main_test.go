@@ -1,7 +1,6 @@
 package differential
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -21,9 +20,7 @@ var suite = &labtest.Suite{Options: lab.Options{Node1Pods: 1, Node2Pods: 1}}
 
 func TestMain(m *testing.M) {
 	// TestDifferentialInVM boots the test VM with this binary as its agent (test/vm).
-	if vm.IsAgent() {
-		os.Exit(vm.Agent(context.Background()))
-	}
+	vm.RunAgentIfAgent()
 	// In -short mode (make unit) suite.Main starts no lab and only the checks that
 	// need none run.
 	code := suite.Main(m)

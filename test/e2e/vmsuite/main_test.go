@@ -1,7 +1,6 @@
 package vmsuite
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -11,8 +10,6 @@ import (
 // This test binary is its own agent in the VM (vm.IsAgent): /init runs it first,
 // and it runs the suite's binary as the payload.
 func TestMain(m *testing.M) {
-	if vm.IsAgent() {
-		os.Exit(vm.Agent(context.Background()))
-	}
+	vm.RunAgentIfAgent()
 	os.Exit(m.Run())
 }
