@@ -4,7 +4,8 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 # The end-to-end tests run the product binary that setup built (hack/build.sh), as shipped.
-E2E_ENV := KPROXY_E2E_REQUIRED=1 KPROXY_PROXY_BIN=$(CURDIR)/_output/bin/kube-proxy
+E2E_REQUIRED := KPROXY_E2E_REQUIRED=1
+E2E_ENV := $(E2E_REQUIRED) KPROXY_PROXY_BIN=$(CURDIR)/_output/bin/kube-proxy
 
 .PHONY: all setup tools build demo test unit race vet lint generate verify-generated clean bench fuzz
 
@@ -51,7 +52,7 @@ test: setup cluster-images vm-assets vet lint verify-generated
 	$(E2E_ENV) KPROXY_E2E_MODE=default go test $(GO_TEST_FLAGS) ./test/e2e/nftables/
 	@echo "the daemon built with -race: churn, restarts, drift repair, a mode switch, the state API (a race report in a proxy's log fails the lab)"
 	hack/build.sh --race
-	$(E2E_ENV) KPROXY_PROXY_BIN=$(CURDIR)/_output/bin/kube-proxy-race KPROXY_E2E_CHURN_DURATION=30s go test $(GO_TEST_FLAGS) \
+	$(E2E_REQUIRED) KPROXY_PROXY_BIN=$(CURDIR)/_output/bin/kube-proxy-race KPROXY_E2E_CHURN_DURATION=30s go test $(GO_TEST_FLAGS) \
 		-run '^(TestChurn|TestLifecycle|TestDrift|TestExplain|TestModeSwitch|TestSessionAffinitySurvivesRestart)$$' ./test/e2e/nftables/
 	@echo "the real cluster: kproxy as a DaemonSet, upstream's focused sig-network specs, takeover"
 	$(E2E_ENV) KPROXY_E2E_CLUSTER=1 go test $(GO_TEST_FLAGS) -v ./test/e2e/cluster/
