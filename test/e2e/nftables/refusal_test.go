@@ -48,7 +48,7 @@ func TestRefusedTransaction(t *testing.T) {
 	}
 	before := metricValue(metricsBody(ctx, t, p), metric)
 	ob.place(ctx, t)
-	t.Cleanup(func() { ob.remove(context.Background(), t) })
+	t.Cleanup(func() { ob.remove(context.Background()) })
 
 	t0 := time.Now()
 	pr := startProberWith(ctx, client, toStable, time.Second)
@@ -61,7 +61,7 @@ func TestRefusedTransaction(t *testing.T) {
 		if res := client.ProbeWith(ctx, lab.Probe{Protocol: v1.ProtocolTCP, Target: toVictim}); res.Outcome != lab.Answered {
 			t.Errorf("%s after the refused restore: %s, want the previous state (answered)\n%s", flow(client, v1.ProtocolTCP, toVictim), res.Outcome, dumpRules(p))
 		}
-		ob.remove(ctx, t)
+		ob.remove(ctx)
 	}
 	waitUntil(ctx, t, "a retry programming the deletion of "+ob.chain, func() bool { return !ob.chainExists(ctx, t) })
 	pr.stop()
@@ -129,7 +129,7 @@ func (ob *obstacle) place(ctx context.Context, t *testing.T) {
 
 // remove deletes the obstacle if it is still there (in nftables mode kproxy's full
 // sync has removed it).
-func (ob *obstacle) remove(ctx context.Context, t *testing.T) {
+func (ob *obstacle) remove(ctx context.Context) {
 	if !iptablesMode() {
 		return
 	}
