@@ -26,15 +26,18 @@ func isPlainWord(s string) bool {
 	return true
 }
 
-// quoted wraps s in double quotes, escaping '"', '\\' and '\” with a backslash.
+// quoted wraps s in double quotes, escaping the double quote, the backslash and
+// the single quote with a backslash. It works on bytes, as xtables_save_string
+// does, so text that is not UTF-8 is kept as it is.
 func quoted(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
-	for _, r := range s {
-		if r == '"' || r == '\\' || r == '\'' {
+	for i := range len(s) {
+		c := s[i]
+		if c == '"' || c == '\\' || c == '\'' {
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(c)
 	}
 	b.WriteByte('"')
 	return b.String()

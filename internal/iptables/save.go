@@ -190,7 +190,8 @@ func parseRuleLine(text string) (SaveRule, error) {
 
 // SplitArgs splits a restore line into arguments as iptables-restore does:
 // blanks separate arguments outside double quotes; inside them a backslash
-// escapes the next character; a closing quote ends the argument.
+// escapes the next character; a closing quote ends the argument. It reads bytes,
+// as iptables-restore does, so text that is not UTF-8 comes back unchanged.
 func SplitArgs(line string) ([]string, error) {
 	var (
 		out     []string
@@ -198,10 +199,11 @@ func SplitArgs(line string) ([]string, error) {
 		inQuote bool
 		escaped bool
 	)
-	for _, r := range line {
+	for i := range len(line) {
+		r := line[i]
 		switch {
 		case inQuote && escaped:
-			cur.WriteRune(r)
+			cur.WriteByte(r)
 			escaped = false
 		case inQuote && r == '\\':
 			escaped = true
@@ -210,7 +212,7 @@ func SplitArgs(line string) ([]string, error) {
 			out = append(out, cur.String())
 			cur.Reset()
 		case inQuote:
-			cur.WriteRune(r)
+			cur.WriteByte(r)
 		case r == '"':
 			inQuote = true
 		case r == ' ' || r == '\t':
@@ -219,7 +221,7 @@ func SplitArgs(line string) ([]string, error) {
 				cur.Reset()
 			}
 		default:
-			cur.WriteRune(r)
+			cur.WriteByte(r)
 		}
 	}
 	if inQuote {
