@@ -3,12 +3,14 @@ package watch
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // DefaultContentType is kube-proxy's default for clientConnection.contentType.
@@ -31,7 +33,9 @@ type ClientConnection struct {
 	Burst int32
 }
 
-// RESTConfig resolves the connection settings into a rest.Config.
+// RESTConfig resolves the connection settings into a rest.Config. Its transport
+// retries GETs that could not connect, about every ReconnectInterval, until the
+// API server answers (see reconnectTransport for why).
 func RESTConfig(ctx context.Context, cfg ClientConnection) (*rest.Config, error) {
 	var restConfig *rest.Config
 	var err error
@@ -55,6 +59,10 @@ func RESTConfig(ctx context.Context, cfg ClientConnection) (*rest.Config, error)
 	restConfig.AcceptContentTypes = cfg.AcceptContentTypes
 	restConfig.QPS = cfg.QPS
 	restConfig.Burst = int(cfg.Burst)
+	logger := klog.FromContext(ctx)
+	restConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return newReconnectTransport(rt, logger, clock.RealClock{}, ReconnectInterval)
+	})
 	return restConfig, nil
 }
 

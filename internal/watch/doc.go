@@ -20,5 +20,10 @@
 // must be safe for concurrent use across kinds.
 //
 // The package also builds the API client (NewClient) and the events broadcaster and
-// recorder (NewEventBroadcaster) for component "kube-proxy".
+// recorder (NewEventBroadcaster) for component "kube-proxy". The client's transport
+// holds a GET whose connection could not be opened and retries it until the API
+// server answers (at most one retry a second across the process, all at once when
+// one gets through), so the informers resume within about a second of the server's
+// return instead of after client-go's reflector back-off of up to a minute; nothing
+// else about the requests changes (reconnect.go).
 package watch

@@ -12,8 +12,8 @@ import (
 // under probes, a change made at each return.
 func TestAPIServerOutage(t *testing.T) {
 	// The short version restarts it twice; the full one three times, then keeps it
-	// down for a minute (each return after an outage waits out client-go's
-	// reflector back-off: 20-30 s, see programmedBound).
+	// down for a minute (upstream's return after that outage waits out client-go's
+	// reflector back-off, 30-60 s, see programmedBound).
 	cfg := APIOutageConfig{Services: services(), Restarts: 2}
 	if full() {
 		cfg.Restarts, cfg.Down = 3, time.Minute
