@@ -212,9 +212,10 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 		err = replace()
 	}
 	if err != nil {
-		// The kernel still holds the previous whole state. Forget what we think is
-		// applied so that the retry rewrites the table from the model, and keep the
-		// conntrack work of this update for the sync that succeeds.
+		// The kernel still holds the previous whole state (or, when the socket
+		// failed after the kernel took the batch, maybe the new one). Forget what
+		// we think is applied so that the retry rewrites the table from the model,
+		// and keep the conntrack work of this update for the sync that succeeds.
 		p.applied, p.want = nil, nil
 		p.hasApplied.Store(false)
 		p.core.FollowUp.Failed(update)
