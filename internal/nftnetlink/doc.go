@@ -124,7 +124,9 @@
 // TestSocketFaults). EINTR is retried. A failure before the batch's sendmsg
 // succeeded (sendmsg's ENOBUFS, ENOMEM, EAGAIN, EBADF, or the set type lookup's)
 // means the kernel never saw the batch: Run returns the error, wrapped with %w,
-// and the table is unchanged. ENOBUFS reading the batch's replies means error
+// and the table is unchanged. Every such failure of a system call is a
+// *SocketError (IsSocketError), which the kernel's refusal of a batch never is:
+// the dataplane replaces its table only when the kernel refused a refresh. ENOBUFS reading the batch's replies means error
 // replies were dropped (a committed batch queues none): the batch failed. Any
 // other failure reading them leaves the outcome unknown (the kernel took the
 // batch and may have committed it), and the error says so: a caller must not

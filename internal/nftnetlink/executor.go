@@ -300,7 +300,8 @@ func collectErrors(sock *socket, b *builder, commandText func(commandRef) string
 			if errors.Is(err, syscall.ENOBUFS) {
 				// The kernel dropped replies that did not fit the receive
 				// buffer: a committed batch queues none, so there were errors.
-				errs = append(errs, fmt.Errorf("too many errors to report: %w", err))
+				// Not a SocketError: the kernel refused the batch.
+				errs = append(errs, fmt.Errorf("too many errors to report: %w", syscall.ENOBUFS))
 				break
 			}
 			// The kernel took the batch (sendmsg succeeded) and may have

@@ -30,6 +30,27 @@ type Conn interface {
 	Close() error
 }
 
+// SocketError is the failure of a system call on a netlink socket, as opposed to
+// the kernel's refusal of a batch it received (an error reply, carrying the
+// failing command): the socket could not be opened, or a request or its replies
+// could not be sent or read. Its message is "netlink <call>: <errno>".
+type SocketError struct {
+	// Call names the system call ("sendmsg (N bytes)", "recv", ...).
+	Call string
+	Err  error
+}
+
+func (e *SocketError) Error() string { return "netlink " + e.Call + ": " + e.Err.Error() }
+
+func (e *SocketError) Unwrap() error { return e.Err }
+
+// IsSocketError reports whether err is, or wraps, a SocketError: the sync did not
+// fail because the kernel refused its batch.
+func IsSocketError(err error) bool {
+	var se *SocketError
+	return errors.As(err, &se)
+}
+
 // fdConn is the real Conn: a socket's file descriptor.
 type fdConn int
 
@@ -113,11 +134,11 @@ func openSocketIn(nsPath string) (*socket, error) {
 func newSocket() (*socket, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 	if err != nil {
-		return nil, fmt.Errorf("netlink socket: %w", err)
+		return nil, &SocketError{Call: "socket", Err: err}
 	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("netlink bind: %w", err)
+		return nil, &SocketError{Call: "bind", Err: err}
 	}
 	// Error replies for a large failed batch must fit (one per failed message).
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
@@ -149,7 +170,7 @@ func (s *socket) sendBuffers(bufs [][]byte) error {
 	// A batch must arrive in one skb, which the send buffer bounds.
 	if cur, err := s.conn.GetsockoptInt(unix.SOL_SOCKET, unix.SO_SNDBUF); err == nil && cur/2 < n+4096 {
 		if err := s.conn.SetsockoptInt(unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, n+4096); err != nil {
-			return fmt.Errorf("netlink send buffer of %d bytes: %w", n, err)
+			return &SocketError{Call: fmt.Sprintf("send buffer of %d bytes", n), Err: err}
 		}
 	}
 	for {
@@ -158,7 +179,7 @@ func (s *socket) sendBuffers(bufs [][]byte) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("netlink sendmsg (%d bytes): %w", n, err)
+			return &SocketError{Call: fmt.Sprintf("sendmsg (%d bytes)", n), Err: err}
 		}
 		return nil
 	}
@@ -210,7 +231,7 @@ func (s *socket) recv(wait bool) ([]nlReply, error) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("netlink recv: %w", err)
+			return nil, &SocketError{Call: "recv", Err: err}
 		}
 		return parseReplies(buf[:n])
 	}

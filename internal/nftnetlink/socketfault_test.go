@@ -29,7 +29,8 @@ import (
 //     the retry of the same operations, on a new socket, applies them.
 //   - EINTR is retried: the sync succeeds.
 //   - ENOBUFS reading the replies of a batch the kernel refused (its error replies
-//     overflowed) is still a failure, with the previous table kept.
+//     overflowed) is still a failure, with the previous table kept, and the
+//     kernel's refusal (not IsSocketError, which every other failure here is).
 //   - When the socket fails after the kernel took the batch, the error says the
 //     outcome is unknown: the kernel may hold the new table (here it does), and
 //     the caller's retry, a full rewrite as the dataplane's, gives the table
@@ -130,7 +131,10 @@ func TestSocketFaults(t *testing.T) {
 				return
 			case !errors.Is(err, c.wantErr):
 				t.Fatalf("sync error = %v, want one wrapping %s", err, c.wantErr)
-			case c.taken:
+			case IsSocketError(err) == c.refused:
+				t.Errorf("IsSocketError(%v) = %t, want %t: only a batch the kernel refused is not a socket's failure", err, c.refused, !c.refused)
+			}
+			if c.taken {
 				if !strings.Contains(err.Error(), "outcome unknown") {
 					t.Errorf("sync error = %v, want it to say the batch's outcome is unknown", err)
 				}

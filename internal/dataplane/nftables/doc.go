@@ -13,7 +13,8 @@
 //     sets. When the listing fails, or the kernel refuses the refresh (an existing
 //     object's definition changed), the same Sync replaces the table instead ("add
 //     table; delete table; add table; ...", render.FullOps), which
-//     resets affinity. Every other Sync writes only the fragments of the
+//     resets affinity; not when the refresh failed because the netlink socket did
+//     (nftnetlink.IsSocketError): the sync fails, and its retry refreshes. Every other Sync writes only the fragments of the
 //     ServicePorts that changed.
 //   - Every sync, full (render.FullOps, RefreshOps) or partial (render.Plan.Ops),
 //     is a stream of typed operations: encoded as one atomic netlink batch, with

@@ -207,7 +207,10 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	}
 
 	err := run()
-	if err != nil && replace != nil {
+	// Only the kernel's refusal of the refresh calls for the replacement, which
+	// resets session affinity: when the socket failed (nftnetlink.SocketError),
+	// the refresh itself is what the retry must try again.
+	if err != nil && replace != nil && !nftnetlink.IsSocketError(err) {
 		logger.Info("The kernel refused to refresh the table in place; replacing it, which resets session affinity", "err", err)
 		err = replace()
 	}

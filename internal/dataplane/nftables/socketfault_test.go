@@ -32,24 +32,43 @@ type kernelNFT struct {
 	*nftnetlink.Executor
 	mu       sync.Mutex
 	lastFull bool
+	// replaces counts the transactions that deleted the table (a full sync
+	// replacing it instead of refreshing it).
+	replaces int
 }
 
 func (k *kernelNFT) RunOps(ctx context.Context, ops iter.Seq[nft.Op]) error {
-	seen, full := false, false
+	// Only the first iteration counts: the writer iterates again to quote a
+	// failing operation.
+	seen, full, replace, done := false, false, false, false
 	err := k.Executor.RunOps(ctx, func(yield func(nft.Op) bool) {
 		for op := range ops {
-			if !seen {
-				seen, full = true, op.Kind == nft.AddTable
+			if !done {
+				if !seen {
+					seen, full = true, op.Kind == nft.AddTable
+				}
+				replace = replace || op.Kind == nft.DeleteTable
 			}
 			if !yield(op) {
+				done = true
 				return
 			}
 		}
+		done = true
 	})
 	k.mu.Lock()
 	k.lastFull = full
+	if replace {
+		k.replaces++
+	}
 	k.mu.Unlock()
 	return err
+}
+
+func (k *kernelNFT) replaced() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.replaces
 }
 
 func (k *kernelNFT) wasFull() bool {
@@ -144,8 +163,11 @@ func TestKernelSocketFaults(t *testing.T) {
 		wantErr error
 		// taken: the kernel took the batch before the socket failed.
 		taken bool
-		// retryFaults fail the first retry (a full sync) too.
-		retryFaults []nlfault.Fault
+		// retryFaults fail the first retry (a full sync) too; retryReplaces:
+		// that retry replaces the table (its listing failed) rather than
+		// refreshing it.
+		retryFaults   []nlfault.Fault
+		retryReplaces bool
 	}{
 		{name: "batch sendmsg interrupted (EINTR)",
 			faults: []nlfault.Fault{{Call: nlfault.BatchSend, Errno: syscall.EINTR, Times: 2}}},
@@ -162,7 +184,15 @@ func TestKernelSocketFaults(t *testing.T) {
 			faults:  []nlfault.Fault{{Call: nlfault.BatchSend, Errno: syscall.ENOBUFS}},
 			wantErr: syscall.ENOBUFS,
 			retryFaults: []nlfault.Fault{{Call: nlfault.RequestRecv, Errno: syscall.ENOBUFS},
-				{Call: nlfault.BatchSend, Errno: syscall.ENOMEM}}},
+				{Call: nlfault.BatchSend, Errno: syscall.ENOMEM}},
+			retryReplaces: true},
+		// A refresh that failed because the socket did is not the kernel's
+		// refusal: the table is not replaced (which would reset session
+		// affinity); the next retry refreshes it.
+		{name: "batch sendmsg: ENOBUFS, then the full retry's refresh too",
+			faults:      []nlfault.Fault{{Call: nlfault.BatchSend, Errno: syscall.ENOBUFS}},
+			wantErr:     syscall.ENOBUFS,
+			retryFaults: []nlfault.Fault{{Call: nlfault.BatchSend, Errno: syscall.ENOBUFS}}},
 		{name: "socket closed after the batch was sent",
 			faults:  []nlfault.Fault{{Call: nlfault.BatchRecv, Close: true}},
 			wantErr: syscall.EBADF, taken: true},
@@ -223,8 +253,11 @@ func TestKernelSocketFaults(t *testing.T) {
 				for _, fault := range c.retryFaults {
 					in.Arm(fault)
 				}
-				already := len(in.Injected())
+				already, replaces := len(in.Injected()), k.replaced()
 				_, err := f.proxier.Sync(ctx)
+				if got := k.replaced() - replaces; got != map[bool]int{true: 1}[c.retryReplaces] {
+					t.Errorf("the failed retry replaced the table %d times, want %d (only a failed listing or the kernel's refusal of the refresh calls for it)", got, map[bool]int{true: 1}[c.retryReplaces])
+				}
 				if n := in.Pending(); n > 0 {
 					in.Disarm()
 					t.Fatalf("%d armed faults of the retry were not injected (injected: %q)", n, in.Injected()[already:])
@@ -242,10 +275,15 @@ func TestKernelSocketFaults(t *testing.T) {
 				}
 			}
 
-			// The retry, with no new event, is a full sync and applies the model.
+			// The retry, with no new event, is a full sync and applies the model,
+			// refreshing the table (a failed socket is no reason to replace it).
+			replaces := k.replaced()
 			f.sync()
 			if !k.wasFull() {
 				t.Errorf("the sync after the failure was not a full one")
+			}
+			if k.replaced() != replaces {
+				t.Errorf("the retry replaced the table instead of refreshing it")
 			}
 			if d := f.kernelDifferences(k, nil); len(d) > 0 {
 				t.Errorf("after the retry, the kernel differs from the model's rendering: %v", d)
