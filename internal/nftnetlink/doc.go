@@ -114,4 +114,21 @@
 //
 // Element commands of a transaction that does not define the set ask the kernel for
 // the set's type (one NFT_MSG_GETSET per set, on the Run's socket).
+//
+// # Socket failures
+//
+// Every Run, listing and inventory read opens its own socket and closes it when
+// done, so a socket that failed never serves the retry. All its system calls go
+// through Conn (sock.go), which Options.WrapConn may wrap: the tests make calls
+// fail with the kernel's errnos on a real socket (internal/nftnetlink/nlfault,
+// TestSocketFaults). EINTR is retried. A failure before the batch's sendmsg
+// succeeded (sendmsg's ENOBUFS, ENOMEM, EAGAIN, EBADF, or the set type lookup's)
+// means the kernel never saw the batch: Run returns the error, wrapped with %w,
+// and the table is unchanged. Every such failure of a system call is a
+// *SocketError (IsSocketError), which the kernel's refusal of a batch never is:
+// the dataplane replaces its table only when the kernel refused a refresh. ENOBUFS reading the batch's replies means error
+// replies were dropped (a committed batch queues none): the batch failed. Any
+// other failure reading them leaves the outcome unknown (the kernel took the
+// batch and may have committed it), and the error says so: a caller must not
+// assume either table, and the dataplane's retry rewrites the whole table.
 package nftnetlink

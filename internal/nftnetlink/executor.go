@@ -28,6 +28,10 @@ type Options struct {
 	// process may use it to bound the transient memory of a full sync (the caller
 	// owns process-wide knobs such as the GC target, not this package).
 	LargeTransaction func(ops int) (done func())
+	// WrapConn, when set, wraps every netlink socket the executor opens (tests
+	// inject socket faults with it: internal/nftnetlink/nlfault). nil: the
+	// sockets' system calls are made as they are.
+	WrapConn func(Conn) Conn
 }
 
 // LargeTransactionOps is the size (operations) from which Options.LargeTransaction
@@ -176,7 +180,7 @@ func (e *Executor) send(ctx context.Context, build func(*socket) (*builder, erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sock, err := openSocket(e.opts.NetNSPath)
+	sock, err := e.openSocket()
 	if err != nil {
 		return fmt.Errorf("nftnetlink: %w", err)
 	}
@@ -294,10 +298,15 @@ func collectErrors(sock *socket, b *builder, commandText func(commandRef) string
 		replies, err := sock.recv(false)
 		if err != nil {
 			if errors.Is(err, syscall.ENOBUFS) {
-				errs = append(errs, fmt.Errorf("too many errors to report: %w", err))
+				// The kernel dropped replies that did not fit the receive
+				// buffer: a committed batch queues none, so there were errors.
+				// Not a SocketError: the kernel refused the batch.
+				errs = append(errs, fmt.Errorf("too many errors to report: %w", syscall.ENOBUFS))
 				break
 			}
-			return fmt.Errorf("nftnetlink: %w", err)
+			// The kernel took the batch (sendmsg succeeded) and may have
+			// committed it; only its replies are lost.
+			return fmt.Errorf("nftnetlink: batch sent, outcome unknown: %w", err)
 		}
 		if replies == nil {
 			break

@@ -19,7 +19,7 @@ func (e *Executor) ReadInventory(ctx context.Context) (*Inventory, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sock, err := openSocket(e.opts.NetNSPath)
+	sock, err := e.openSocket()
 	if err != nil {
 		return nil, fmt.Errorf("nftnetlink: %w", err)
 	}
@@ -133,7 +133,7 @@ func (e *Executor) TableExists(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	sock, err := openSocket(e.opts.NetNSPath)
+	sock, err := e.openSocket()
 	if err != nil {
 		return false, fmt.Errorf("nftnetlink: %w", err)
 	}
@@ -148,7 +148,7 @@ func (e *Executor) Generation(ctx context.Context) (uint32, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	sock, err := openSocket(e.opts.NetNSPath)
+	sock, err := e.openSocket()
 	if err != nil {
 		return 0, fmt.Errorf("nftnetlink: %w", err)
 	}

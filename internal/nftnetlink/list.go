@@ -20,7 +20,7 @@ func (e *Executor) ListAll(ctx context.Context) (map[string][]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sock, err := openSocket(e.opts.NetNSPath)
+	sock, err := e.openSocket()
 	if err != nil {
 		return nil, fmt.Errorf("nftnetlink: %w", err)
 	}

@@ -138,7 +138,7 @@ func BenchmarkKernelTiming10k(b *testing.B) {
 				text := nft.AppendScript(nil, slices.Values(p.Ops), ex.nftFamily(), render.TableName)
 				nftTimes = append(nftTimes, nftTimed(b, nsNft, string(text)))
 				start := time.Now()
-				sock, err := openSocket(ex.opts.NetNSPath)
+				sock, err := ex.openSocket()
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -13,7 +13,8 @@
 //     sets. When the listing fails, or the kernel refuses the refresh (an existing
 //     object's definition changed), the same Sync replaces the table instead ("add
 //     table; delete table; add table; ...", render.FullOps), which
-//     resets affinity. Every other Sync writes only the fragments of the
+//     resets affinity; not when the refresh failed because the netlink socket did
+//     (nftnetlink.IsSocketError): the sync fails, and its retry refreshes. Every other Sync writes only the fragments of the
 //     ServicePorts that changed.
 //   - Every sync, full (render.FullOps, RefreshOps) or partial (render.Plan.Ops),
 //     is a stream of typed operations: encoded as one atomic netlink batch, with
@@ -24,7 +25,12 @@
 //     transactions are atomic), is counted in
 //     kubeproxy_sync_proxy_rules_nftables_sync_failures_total, and is returned so the
 //     sync runner retries with back-off; /healthz turns unhealthy when queued changes
-//     stay unapplied past the health timeout.
+//     stay unapplied past the health timeout. A netlink socket that fails after
+//     the kernel took the batch leaves the outcome unknown (nftnetlink's doc): it
+//     is a failure all the same. Either way the proxier forgets what it applied,
+//     so the retry is a full sync from the model, on a new socket
+//     (TestKernelSocketFaults fails the socket of real syncs with the kernel's
+//     errnos).
 //   - Drift (drift.go, with Config.Inventories): Verify, from any goroutine, and
 //     RunDriftChecks, once per DriftCheckPeriod, compare the kernel's table with
 //     what was applied (proxycore.DriftComparison): the table is read over netlink

@@ -207,14 +207,18 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	}
 
 	err := run()
-	if err != nil && replace != nil {
+	// Only the kernel's refusal of the refresh calls for the replacement, which
+	// resets session affinity: when the socket failed (nftnetlink.SocketError),
+	// the refresh itself is what the retry must try again.
+	if err != nil && replace != nil && !nftnetlink.IsSocketError(err) {
 		logger.Info("The kernel refused to refresh the table in place; replacing it, which resets session affinity", "err", err)
 		err = replace()
 	}
 	if err != nil {
-		// The kernel still holds the previous whole state. Forget what we think is
-		// applied so that the retry rewrites the table from the model, and keep the
-		// conntrack work of this update for the sync that succeeds.
+		// The kernel still holds the previous whole state (or, when the socket
+		// failed after the kernel took the batch, maybe the new one). Forget what
+		// we think is applied so that the retry rewrites the table from the model,
+		// and keep the conntrack work of this update for the sync that succeeds.
 		p.applied, p.want = nil, nil
 		p.hasApplied.Store(false)
 		p.core.FollowUp.Failed(update)

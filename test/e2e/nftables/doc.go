@@ -4,7 +4,10 @@
 // topology hints and terminating fallback, no-endpoint rejects, masquerading and the
 // local-traffic detectors, stale UDP conntrack entries and the proxy's lifecycle
 // (other software's tables and chains kept, restarts keeping connections, --cleanup,
-// --init-only, switching the mode on restart), and what an operator reads of it:
+// --init-only, switching the mode on restart), kernel faults (a transaction the kernel
+// refuses; in iptables mode, the xtables lock held for 10 s, with the proxy on the
+// legacy backend and a private lock file named by XTABLES_LOCKFILE, never the host's),
+// and what an operator reads of it:
 // `kube-proxy explain` and the status page, loaded in a real headless Chromium
 // (Debian's chromium package; skipped without it unless KPROXY_E2E_REQUIRED=1).
 //
