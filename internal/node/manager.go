@@ -12,9 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	v1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -59,8 +58,9 @@ func (c *Config) defaults() {
 // Manager watches this node's Node object.
 type Manager struct {
 	cfg      Config
-	factory  informers.SharedInformerFactory
-	informer v1informers.NodeInformer
+	informer *watch.Informer
+	// informerDone receives the informer's Run result once it has stopped.
+	informerDone chan error
 
 	// Constant after Start.
 	nodeIPs  []netip.Addr
@@ -76,23 +76,16 @@ type Manager struct {
 // NewManager returns a Manager for cfg.NodeName. It has no side effects.
 func NewManager(client kubernetes.Interface, cfg Config) *Manager {
 	cfg.defaults()
-	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.ResyncPeriod,
-		informers.WithTransform(watch.StripManagedFields),
-		informers.WithTweakListOptions(watch.NodeListOptions(cfg.NodeName)))
-	m := &Manager{
-		cfg:      cfg,
-		factory:  factory,
-		informer: factory.Core().V1().Nodes(),
-		changed:  make(chan error, 1),
+	return &Manager{
+		cfg:          cfg,
+		informer:     watch.NewNodeInformer(client, cfg.NodeName, cfg.ResyncPeriod, watch.StripManagedFields),
+		informerDone: make(chan error, 1),
+		changed:      make(chan error, 1),
 	}
-	// Registers the informer with the factory (no I/O), so that Start starts it
-	// even if NodeInformer's users only add handlers later.
-	m.informer.Informer()
-	return m
 }
 
 // NodeInformer is the single-node informer, for watch.WithNodeInformer.
-func (m *Manager) NodeInformer() v1informers.NodeInformer { return m.informer }
+func (m *Manager) NodeInformer() *watch.Informer { return m.informer }
 
 // Start starts the informer, which then runs until ctx is done, and waits for the
 // Node object to exist and have addresses (at most NodeIPsTimeout), then, when
@@ -111,12 +104,12 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Unlock()
 
 	logger := klog.FromContext(ctx)
-	m.factory.Start(ctx.Done())
-	lister := m.informer.Lister()
+	go func() { m.informerDone <- m.informer.Run(ctx) }()
+	lister := corelisters.NewNodeLister(m.informer.GetIndexer())
 	// The informer's DoneChecker closes a channel once the Node is listed: no
 	// 100 ms poll (WaitForCacheSync) on the way to the first sync.
 	logger.Info("Waiting for caches to sync", "controller", "node manager")
-	if !cache.WaitFor(ctx, "", m.informer.Informer().HasSyncedChecker()) {
+	if !cache.WaitFor(ctx, "", m.informer.HasSyncedChecker()) {
 		return fmt.Errorf("can not sync node informer: %w", context.Cause(ctx))
 	}
 
@@ -174,7 +167,7 @@ func (m *Manager) Start(ctx context.Context) error {
 
 	// Registered only now, so that the replayed add of the current object is
 	// compared with the values just captured; a change in between is caught.
-	if _, err := m.informer.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+	if _, err := m.informer.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.onNodeChange(ctx, obj) },
 		UpdateFunc: func(_, obj any) { m.onNodeChange(ctx, obj) },
 		DeleteFunc: func(obj any) { m.onNodeDelete(ctx, obj) },
@@ -193,6 +186,11 @@ func (m *Manager) Run(ctx context.Context) error {
 		return nil
 	case err := <-m.changed:
 		return err
+	case err := <-m.informerDone:
+		if err != nil {
+			return fmt.Errorf("node informer: %w", err)
+		}
+		return nil
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package watch feeds kproxy from the Kubernetes API, as kube-proxy's informers do.
 //
-// A Watcher runs client-go informers with kube-proxy's selectors:
+// A Watcher runs informers with kube-proxy's selectors:
 //   - Services without the service.kubernetes.io/service-proxy-name label and not
 //     headless (field selector spec.clusterIP!=None);
 //   - EndpointSlices without the service.kubernetes.io/headless label (the
@@ -18,6 +18,11 @@
 // upstream's pkg/proxy/config. An informer is only started for a kind that has at
 // least one handler. Handlers are called from informer goroutines, one per kind, and
 // must be safe for concurrent use across kinds.
+//
+// The informers are Informer: client-go's Reflector, RealFIFO and Indexer as its
+// shared informer uses them, making the same requests, with a shorter relist
+// back-off (RelistBackoff), which the shared informer does not let a caller set;
+// NewNodeInformer is the node manager's, shared with the Watcher.
 //
 // The package also builds the API client (NewClient) and the events broadcaster and
 // recorder (NewEventBroadcaster) for component "kube-proxy". The client's transport

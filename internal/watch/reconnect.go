@@ -26,15 +26,15 @@ const reconnectReminder = 30 * time.Second
 // all, until the API server accepts connections again or the request's context
 // ends.
 //
-// Why: when the API server cannot be reached, client-go's reflectors back off
-// exponentially, from 0.8 s up to 30 s with as much again of jitter, and the
-// shared informers give no way to change that. After a 60 s outage a watch is
-// therefore resumed 30 to 60 s after the server returns, and every change made
-// meanwhile waits that long to be programmed (issue 16, scenario 2: 51 to 78 s
-// for upstream, the same for kproxy before this). Here the reflectors never see
-// the refused connections: their requests wait, and go again as soon as any
-// request of the process gets through, within about ReconnectInterval of the
-// server's return.
+// Why: when the API server cannot be reached, a reflector backs off exponentially
+// to a ceiling of 30 s (client-go's from 0.8 s with as much again of jitter;
+// RelistBackoff from 0.1 s, which reaches the ceiling in under a minute of
+// failures). After a 60 s outage a watch is therefore resumed up to 30-60 s after
+// the server returns, and every change made meanwhile waits that long to be
+// programmed (issue 16, scenario 2: 51 to 78 s for upstream, the same for kproxy
+// before this). Here the reflectors never see the refused connections: their
+// requests wait, and go again as soon as any request of the process gets through,
+// within about ReconnectInterval of the server's return.
 //
 // The load on a returning API server stays bounded: retries of all waiting
 // requests are spread ReconnectInterval apart process-wide (one connection

@@ -9,13 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/informers"
-	v1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -26,10 +25,10 @@ import (
 // Option configures a Watcher.
 type Option func(*Watcher)
 
-// WithNodeInformer makes the Watcher register its node handlers on an existing,
-// already field-selected informer (the node manager's) instead of creating one.
-// The Watcher does not start it: its owner does.
-func WithNodeInformer(informer v1informers.NodeInformer) Option {
+// WithNodeInformer makes the Watcher register its node handlers on an existing
+// node Informer (the node manager's, NewNodeInformer) instead of creating one.
+// The Watcher does not run it: its owner does.
+func WithNodeInformer(informer *Informer) Option {
 	return func(w *Watcher) { w.sharedNodeInformer = informer }
 }
 
@@ -39,7 +38,7 @@ type Watcher struct {
 	nodeName string
 	resync   time.Duration
 
-	sharedNodeInformer v1informers.NodeInformer
+	sharedNodeInformer *Informer
 
 	mu                   sync.Mutex
 	started              bool
@@ -124,16 +123,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.mu.Unlock()
 
 	logger := klog.FromContext(ctx)
-	var factories []informers.SharedInformerFactory
+	// The informers this Watcher runs (not a shared node informer: its owner does).
+	var informers []*Informer
 	trimmer := NewTrimmer(w.nodeName)
-	newFactory := func(tweak func(*metav1.ListOptions)) informers.SharedInformerFactory {
-		opts := []informers.SharedInformerOption{informers.WithTransform(trimmer.TrimForProxy)}
-		if tweak != nil {
-			opts = append(opts, informers.WithTweakListOptions(tweak))
-		}
-		f := informers.NewSharedInformerFactoryWithOptions(w.client, w.resync, opts...)
-		factories = append(factories, f)
-		return f
+	own := func(i *Informer) *Informer {
+		informers = append(informers, i)
+		return i
 	}
 
 	// waits are run after the informers start; each calls its kind's synced hook.
@@ -154,7 +149,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 
 	if len(w.serviceHandlers) > 0 {
-		informer := newFactory(ServiceListOptions).Core().V1().Services().Informer()
+		informer := own(newServiceInformer(w.client, w.resync, trimmer.TrimForProxy))
 		reg, err := informer.AddEventHandlerWithResyncPeriod(w.serviceEvents(logger), w.resync)
 		if err != nil {
 			return fmt.Errorf("registering service handlers: %w", err)
@@ -169,7 +164,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 
 	if len(w.endpointSliceHandler) > 0 {
-		informer := newFactory(EndpointSliceListOptions).Discovery().V1().EndpointSlices().Informer()
+		informer := own(newEndpointSliceInformer(w.client, w.resync, trimmer.TrimForProxy))
 		reg, err := informer.AddEventHandlerWithResyncPeriod(w.endpointSliceEvents(logger), w.resync)
 		if err != nil {
 			return fmt.Errorf("registering endpoint slice handlers: %w", err)
@@ -184,7 +179,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 
 	if len(w.serviceCIDRHandlers) > 0 {
-		informer := newFactory(nil).Networking().V1().ServiceCIDRs().Informer()
+		informer := own(newServiceCIDRInformer(w.client, w.resync, trimmer.TrimForProxy))
 		cidrs := &serviceCIDRs{store: informer.GetStore(), handlers: w.serviceCIDRHandlers, logger: logger}
 		reg, err := informer.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { cidrs.notify() },
@@ -199,11 +194,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 
 	if len(w.nodeHandlers) > 0 || len(w.topologyHandlers) > 0 {
-		nodeInformer := w.sharedNodeInformer
-		if nodeInformer == nil {
-			nodeInformer = newFactory(NodeListOptions(w.nodeName)).Core().V1().Nodes()
+		informer := w.sharedNodeInformer
+		if informer == nil {
+			informer = own(NewNodeInformer(w.client, w.nodeName, w.resync, trimmer.TrimForProxy))
 		}
-		informer := nodeInformer.Informer()
 		if len(w.nodeHandlers) > 0 {
 			reg, err := informer.AddEventHandlerWithResyncPeriod(w.nodeEvents(logger), w.resync)
 			if err != nil {
@@ -232,32 +226,31 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}
 	}
 
-	for _, f := range factories {
-		f.Start(ctx.Done())
+	// The informers run until ctx is done or one of them fails; the caches' waits
+	// fail with them.
+	g, gctx := errgroup.WithContext(ctx)
+	for _, i := range informers {
+		g.Go(func() error { return i.Run(gctx) })
 	}
-	defer func() {
-		for _, f := range factories {
-			f.Shutdown()
+	g.Go(func() error {
+		errs := make(chan error, len(waits))
+		for _, wait := range waits {
+			go func() { errs <- wait(gctx) }()
 		}
-	}()
-
-	errs := make(chan error, len(waits))
-	for _, wait := range waits {
-		go func() { errs <- wait(ctx) }()
-	}
-	var syncErr error
-	for range waits {
-		if err := <-errs; err != nil && syncErr == nil {
-			syncErr = err
+		var syncErr error
+		for range waits {
+			if err := <-errs; err != nil && syncErr == nil {
+				syncErr = err
+			}
 		}
-	}
-	if syncErr != nil {
-		return syncErr
-	}
-	close(w.synced)
-
-	<-ctx.Done()
-	return nil
+		if syncErr != nil {
+			return syncErr
+		}
+		close(w.synced)
+		<-gctx.Done()
+		return nil
+	})
+	return g.Wait()
 }
 
 func (w *Watcher) serviceEvents(logger klog.Logger) cache.ResourceEventHandler {

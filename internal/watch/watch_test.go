@@ -387,9 +387,7 @@ func TestSharedNodeInformer(t *testing.T) {
 	// The owner (the node manager) creates and starts the informer.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	factory := newNodeFactoryForTest(client)
-	informer := factory.Core().V1().Nodes()
-	informer.Informer() // registers it with the factory, as the node manager does
+	informer := NewNodeInformer(client, "node1", 0, StripManagedFields)
 	w := New(client, "node1", 0, WithNodeInformer(informer))
 	r := &recorder{}
 	w.AddNodeHandler(r)
@@ -397,7 +395,8 @@ func TestSharedNodeInformer(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	// Whether the owner starts the informer before or after Run registers the
 	// handlers, they see the existing objects.
-	factory.Start(ctx.Done())
+	informerDone := make(chan error, 1)
+	go func() { informerDone <- informer.Run(ctx) }()
 	select {
 	case <-w.Synced():
 	case err := <-done:
@@ -412,7 +411,9 @@ func TestSharedNodeInformer(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
 	}
-	factory.Shutdown()
+	if err := <-informerDone; err != nil {
+		t.Errorf("informer Run: %v", err)
+	}
 }
 
 func TestRunWithoutSync(t *testing.T) {

@@ -19,38 +19,18 @@ type APIOutageConfig struct {
 }
 
 // programmedBound is how soon the issue wants a change made once the API server is
-// back programmed. kproxy's client retries a request that could not connect about
-// every second, and all of them at once when one gets through (internal/watch's
-// reconnectTransport), so its watches resume within about a second of the return.
-// Upstream watches through client-go's reflectors alone, which retry a failed list
-// or watch after an exponential back-off (0.8 s doubling up to 30 s, with up to
-// 100% jitter): after an outage of a minute its first retry can come 30-60 s after
-// the API server returns. That is reported in the notes; returnBound bounds it.
+// back programmed, and kproxy is held to it on every return. Its client retries a
+// request that could not connect about every second, and all of them at once when
+// one gets through (internal/watch's reconnectTransport), and its informers relist
+// after a back-off of 0.1 s doubling (watch.RelistBackoff), where client-go's
+// doubles from 0.8 s: a restarted API server refuses a resumed watch as too old, so
+// every return costs a relist, and returns less than two minutes apart compound
+// the back-off. Upstream watches through client-go's shared informers alone: their
+// reflectors retry a failed list or watch after 0.8 s doubling up to 30 s, with up
+// to 100% jitter, so after an outage of a minute the first retry can come 30-60 s
+// after the API server returns. That is reported in the notes; returnBound bounds
+// it.
 const programmedBound = 5 * time.Second
-
-// relistDelay is the most client-go's reflector waits before it lists again after
-// its n-th watch in a row that ended (0-based), which kproxy cannot shorten: a
-// restarted API server ends every watch, and a watch resumed on it from the old
-// resource version is refused as too old, so every return costs a relist after the
-// reflector's back-off, which doubles from 0.8 s (plus up to 100% jitter) and is
-// reset only after two minutes without one. Returns less than two minutes apart
-// therefore wait 1.6, 3.2, 6.4, 12.8 s at most (measured: 1.1, 1.1, 3.3 and 7.9 s
-// for kproxy over three restarts and an outage). client-go's shared informers do
-// not let a caller set that back-off (its ReflectorOptions.Backoff is not exposed
-// through them).
-func relistDelay(n int) time.Duration {
-	return min(time.Duration(1600<<n)*time.Millisecond, time.Minute)
-}
-
-// kproxyReturnBound is how soon kproxy must program a change after the API
-// server's n-th return in a row (0-based): the issue's 5 s for the first, and
-// client-go's relist back-off on top of it for the later ones.
-func kproxyReturnBound(n int) time.Duration {
-	if n == 0 {
-		return programmedBound
-	}
-	return programmedBound + relistDelay(n)
-}
 
 // returnBound bounds waiting for a change made at the API server's return to be
 // programmed: the reflector's longest retry interval (30 s, plus up to 100% jitter)
@@ -89,9 +69,9 @@ func RunAPIServerOutage(ctx context.Context, w *World, p bench.Proxy, mode strin
 		}
 		if p.Name == "kproxy" {
 			for i, lag := range lags {
-				if lag > kproxyReturnBound(i) {
+				if lag > programmedBound {
 					return apiOutageNotes(lags, health), fmt.Errorf("a Service created at the API server's return %d answered %s after it was ready; want at most %s",
-						i+1, fmtDur(lag), kproxyReturnBound(i))
+						i+1, fmtDur(lag), programmedBound)
 				}
 			}
 		}
