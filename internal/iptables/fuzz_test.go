@@ -84,6 +84,10 @@ func FuzzSplitArgs(f *testing.F) {
 	f.Add("\xdc\x00\xbb") // not UTF-8 alone, UTF-8 joined: bytes, not runes
 	f.Fuzz(func(t *testing.T, line string) {
 		args, err := SplitArgs(line)
+		refArgs, refErr := splitArgsReference(line)
+		if (err == nil) != (refErr == nil) || !slices.Equal(args, refArgs) {
+			t.Fatalf("SplitArgs(%q) = %q, %v; the plain state machine says %q, %v", line, args, err, refArgs, refErr)
+		}
 		if err != nil {
 			return
 		}
@@ -100,4 +104,48 @@ func FuzzSplitArgs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// splitArgsReference is SplitArgs written plainly, a byte at a time into a
+// builder (as it was before it learnt to return substrings): the fuzz target
+// checks the two agree.
+func splitArgsReference(line string) ([]string, error) {
+	var (
+		out     []string
+		cur     strings.Builder
+		inQuote bool
+		escaped bool
+	)
+	for i := range len(line) {
+		c := line[i]
+		switch {
+		case inQuote && escaped:
+			cur.WriteByte(c)
+			escaped = false
+		case inQuote && c == '\\':
+			escaped = true
+		case inQuote && c == '"':
+			inQuote = false
+			out = append(out, cur.String())
+			cur.Reset()
+		case inQuote:
+			cur.WriteByte(c)
+		case c == '"':
+			inQuote = true
+		case c == ' ' || c == '\t':
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	if inQuote {
+		return nil, errUnterminatedQuote
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out, nil
 }

@@ -1,8 +1,6 @@
 package iptables
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -86,18 +84,20 @@ func parseSave(data []byte, lenient bool) (*Save, error) {
 	s := &Save{}
 	var cur *SaveTable
 	declared := map[Chain]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	// A rule line of a large table can be long (comments, many matches).
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	// One copy of the input: every line, rule text and argument is a substring of
+	// it (the drift checks parse the kernel's tables every few seconds).
+	rest := string(data)
 	line := 0
 	open := func(name Table) {
 		s.Tables = append(s.Tables, SaveTable{Name: name})
 		cur = &s.Tables[len(s.Tables)-1]
 		declared = map[Chain]bool{}
 	}
-	for sc.Scan() {
+	for rest != "" {
+		var text string
+		text, rest, _ = strings.Cut(rest, "\n")
 		line++
-		text := strings.TrimSpace(sc.Text())
+		text = strings.TrimSpace(text)
 		err := func() error {
 			switch {
 			case text == "" || text[0] == '#':
@@ -154,9 +154,6 @@ func parseSave(data []byte, lenient bool) (*Save, error) {
 			return nil, fmt.Errorf("iptables-save output line %d: %w", line, err)
 		}
 	}
-	if err := sc.Err(); err != nil && !lenient {
-		return nil, fmt.Errorf("reading iptables-save output: %w", err)
-	}
 	if cur != nil && !lenient {
 		return nil, fmt.Errorf("iptables-save output: table %s has no COMMIT", cur.Name)
 	}
@@ -191,44 +188,83 @@ func parseRuleLine(text string) (SaveRule, error) {
 // SplitArgs splits a restore line into arguments as iptables-restore does:
 // blanks separate arguments outside double quotes; inside them a backslash
 // escapes the next character; a closing quote ends the argument. It reads bytes,
-// as iptables-restore does, so text that is not UTF-8 comes back unchanged.
+// as iptables-restore does, so text that is not UTF-8 comes back unchanged. An
+// argument that is a run of the line's bytes (no escape, no quote inside it) is
+// a substring of line, not a copy: drift checks split every rule of the kernel's
+// tables and of the applied state, and copies were most of their allocations.
 func SplitArgs(line string) ([]string, error) {
 	var (
-		out     []string
-		cur     strings.Builder
+		out     = make([]string, 0, strings.Count(line, " ")+1)
 		inQuote bool
 		escaped bool
+		// The argument so far is line[start:end] (start < 0: empty) until a byte
+		// that does not follow on from it joins it; from then on it is spill.
+		start   = -1
+		end     int
+		spill   []byte
+		spilled bool
 	)
+	size := func() int {
+		switch {
+		case spilled:
+			return len(spill)
+		case start < 0:
+			return 0
+		}
+		return end - start
+	}
+	keep := func(i int) {
+		switch {
+		case spilled:
+			spill = append(spill, line[i])
+		case start < 0:
+			start, end = i, i+1
+		case end == i:
+			end++
+		default:
+			spill = append(append(spill[:0], line[start:end]...), line[i])
+			spilled = true
+		}
+	}
+	emit := func() {
+		switch {
+		case spilled:
+			out = append(out, string(spill))
+		case start < 0:
+			out = append(out, "")
+		default:
+			out = append(out, line[start:end])
+		}
+		start, spilled = -1, false
+	}
 	for i := range len(line) {
-		r := line[i]
+		c := line[i]
 		switch {
 		case inQuote && escaped:
-			cur.WriteByte(r)
+			keep(i)
 			escaped = false
-		case inQuote && r == '\\':
+		case inQuote && c == '\\':
 			escaped = true
-		case inQuote && r == '"':
+		case inQuote && c == '"':
 			inQuote = false
-			out = append(out, cur.String())
-			cur.Reset()
+			emit()
 		case inQuote:
-			cur.WriteByte(r)
-		case r == '"':
+			keep(i)
+		case c == '"':
 			inQuote = true
-		case r == ' ' || r == '\t':
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
+		case c == ' ' || c == '\t':
+			if size() > 0 {
+				emit()
 			}
 		default:
-			cur.WriteByte(r)
+			keep(i)
 		}
 	}
 	if inQuote {
 		return nil, errUnterminatedQuote
 	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
+	if size() > 0 {
+		emit()
 	}
 	return out, nil
 }

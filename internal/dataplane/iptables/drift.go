@@ -85,8 +85,21 @@ func compareTable(ctx context.Context, st *render.State, table render.Table, ker
 		for _, c := range kernel.Chains {
 			declared[string(c.Name)] = true
 		}
-		for _, rule := range kernel.Rules {
-			got[string(rule.Chain)] = append(got[string(rule.Chain)], rule)
+		// iptables-save prints a chain's rules together: each chain's are a
+		// subslice of kernel.Rules, not a copy (a chain seen twice is joined).
+		listed := kernel.Rules
+		for i := 0; i < len(listed); {
+			j := i + 1
+			for j < len(listed) && listed[j].Chain == listed[i].Chain {
+				j++
+			}
+			c := string(listed[i].Chain)
+			if prev, ok := got[c]; ok {
+				got[c] = append(slices.Clip(prev), listed[i:j]...)
+			} else {
+				got[c] = listed[i:j:j]
+			}
+			i = j
 		}
 	}
 	rendered := make(map[string]bool, len(chains))
