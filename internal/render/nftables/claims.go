@@ -79,12 +79,14 @@ func (c *claimIndex) get(id elementID) []claimRef {
 	return slices.DeleteFunc(c.refsOfHash(h), func(r claimRef) bool { return r.element().id() != id })
 }
 
-// only reports whether the element at index i of f is the only claim on its ID
-// (the common case, answered without allocating).
+// only reports whether the element at index i of f, which the index holds, is
+// the only claim on its ID (the common case, answered without allocating). With
+// no further ref under the element's hash, the one ref in first is the element's
+// own, so only the small map more is read: reading first, as large as the table,
+// cost a cache miss per element, a sixth of the CPU of a full sync's encoding at
+// 30,000 Services.
 func (c *claimIndex) only(f *Fragment, i int) bool {
-	h := c.hash(f.Elements[i].id())
-	first, ok := c.first[h]
-	return ok && first == claimRef{f, int32(i)} && len(c.more[h]) == 0
+	return len(c.more[c.hash(f.Elements[i].id())]) == 0
 }
 
 // add appends a claim on the element at index i of f.
