@@ -18,12 +18,12 @@ func TestClaimIndexCollisions(t *testing.T) {
 			c := newClaimIndex(0)
 			c.hashOf = tc.hash
 			a := &Fragment{Elements: []Element{
-				{Container: "service-ips", IsMap: true, Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto a")},
+				{Container: "service-ips", Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto a")},
 				{Container: "cluster-ips", Key: elem("10.0.0.1")},
 			}}
 			b := &Fragment{Elements: []Element{
-				{Container: "service-ips", IsMap: true, Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto b")},
-				{Container: "service-ips", IsMap: true, Key: elem("10.0.0.2 . tcp . 80"), Value: elem("goto b2")},
+				{Container: "service-ips", Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto b")},
+				{Container: "service-ips", Key: elem("10.0.0.2 . tcp . 80"), Value: elem("goto b2")},
 			}}
 			for _, f := range []*Fragment{a, b} {
 				for i := range f.Elements {
