@@ -84,7 +84,7 @@ func (e *Executor) runOps(ctx context.Context, ops iter.Seq[nft.Op], inventory b
 // sent and the kernel answered before: nothing reads it afterwards.
 func (t *translator) inventory() *Inventory {
 	inv := newInventory()
-	r := &batchReader{inv: inv, anon: map[uint32]uint64{}}
+	r := &batchReader{inv: inv, anon: map[uint32]uint64{}, sizes: t.sets}
 	t.rules = nil
 	chunks := t.b.release()
 	for i := range chunks {

@@ -22,6 +22,11 @@ type setInfo struct {
 	key   keyType
 	data  *keyType
 	flags uint32
+	// adds counts the elements the batch being built adds to the set: the size
+	// of its element map when the batch is read into an inventory
+	// (translator.inventory), which growing by doubling would leave as garbage
+	// again, at the peak of a full sync.
+	adds int
 }
 
 // translator turns the operations of one transaction, typed (ops.go) or read from
