@@ -64,12 +64,20 @@ type SlicePort struct {
 }
 
 // NewEndpointSlice converts an API EndpointSlice for the node named nodeName ("":
-// no endpoint is local). intern, when not nil, returns the copy of a node name or
-// zone that all endpoints carrying it share. Slices of other address types than
-// IPv4 and IPv6 keep their metadata only: no model reads them.
-func NewEndpointSlice(slice *discovery.EndpointSlice, nodeName string, intern func(string) string) *EndpointSlice {
-	if intern == nil {
-		intern = func(s string) string { return s }
+// no endpoint is local). place, when not nil, returns the Place that all
+// endpoints of a node name and zone share (watch.Trimmer shares them across
+// slices); without it, the endpoints of the slice share theirs. Slices of other
+// address types than IPv4 and IPv6 keep their metadata only: no model reads them.
+func NewEndpointSlice(slice *discovery.EndpointSlice, nodeName string, place func(Place) *Place) *EndpointSlice {
+	if place == nil {
+		places := map[Place]*Place{}
+		place = func(p Place) *Place {
+			if shared, ok := places[p]; ok {
+				return shared
+			}
+			places[p] = &p
+			return &p
+		}
 	}
 	out := &EndpointSlice{
 		ObjectMeta:  slice.ObjectMeta,
@@ -89,7 +97,7 @@ func NewEndpointSlice(slice *discovery.EndpointSlice, nodeName string, intern fu
 	default:
 		return out
 	}
-	eps := convertEndpoints(out, slice.Endpoints, family, nodeName, intern)
+	eps := convertEndpoints(out, slice.Endpoints, family, nodeName, place)
 	for i, port := range slice.Ports {
 		if port.Name == nil {
 			out.Problems = append(out.Problems, sliceError(out, fmt.Sprintf("ports[%d].name", i), "", "nil port name; port ignored"))
@@ -193,7 +201,7 @@ func stampPort(eps []Endpoint, port int32) []Endpoint {
 
 // convertEndpoints converts the endpoints of a slice of family (without port
 // numbers), skipping those without a usable address.
-func convertEndpoints(slice *EndpointSlice, in []discovery.Endpoint, family v1.IPFamily, nodeName string, intern func(string) string) []Endpoint {
+func convertEndpoints(slice *EndpointSlice, in []discovery.Endpoint, family v1.IPFamily, nodeName string, place func(Place) *Place) []Endpoint {
 	out := make([]Endpoint, 0, len(in))
 	for i := range in {
 		e := &in[i]
@@ -213,12 +221,16 @@ func convertEndpoints(slice *EndpointSlice, in []discovery.Endpoint, family v1.I
 			Serving:     e.Conditions.Serving == nil || *e.Conditions.Serving,
 			Terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
 		}
-		if e.NodeName != nil {
-			ep.NodeName = intern(*e.NodeName)
-			ep.IsLocal = nodeName != "" && ep.NodeName == nodeName
-		}
-		if e.Zone != nil {
-			ep.Zone = intern(*e.Zone)
+		if e.NodeName != nil || e.Zone != nil {
+			var p Place
+			if e.NodeName != nil {
+				p.NodeName = *e.NodeName
+			}
+			if e.Zone != nil {
+				p.Zone = *e.Zone
+			}
+			ep.Place = place(p)
+			ep.IsLocal = nodeName != "" && p.NodeName == nodeName
 		}
 		if e.Hints != nil {
 			ep.Hints = convertHints(e.Hints)
@@ -260,7 +272,7 @@ func (s *EndpointSlice) forNode(nodeName string) *EndpointSlice {
 		p.Endpoints = slices.Clone(p.Endpoints)
 		for j := range p.Endpoints {
 			ep := &p.Endpoints[j]
-			ep.IsLocal = nodeName != "" && ep.NodeName == nodeName
+			ep.IsLocal = nodeName != "" && ep.NodeName() == nodeName
 		}
 		c.Ports[i] = p
 	}
