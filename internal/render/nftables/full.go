@@ -168,7 +168,7 @@ func (s *State) fullOps(existing *Existing, emit func(nft.Op)) {
 		for _, run := range byContainer[name] {
 			f := frags[run.frag]
 			for i := int(run.start); i < len(f.Elements) && f.Elements[i].Container == name; i++ {
-				ref := claimRef{f, int32(i)}
+				ref := refTo(f, i)
 				id := ref.element().id()
 				if s.claims.only(f, i) {
 					emit(elementOp(id, ref.claim()))
