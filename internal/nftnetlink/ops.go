@@ -85,7 +85,7 @@ func (e *Executor) runOps(ctx context.Context, ops iter.Seq[nft.Op], inventory b
 func (t *translator) inventory() *Inventory {
 	inv := newInventory()
 	r := &batchReader{inv: inv, anon: map[uint32]uint64{}, sizes: t.sets}
-	t.rules = nil
+	t.rules, t.seen = nil, nil
 	chunks := t.b.release()
 	for i := range chunks {
 		r.read(chunks[i])
@@ -272,7 +272,7 @@ func (t *translator) opRule(op *nft.Op) error {
 		return err
 	}
 	if len(r.anon) == 0 {
-		t.storeRule(string(t.ruleText), enc)
+		t.storeRule(t.ruleText, enc)
 	}
 	return nil
 }

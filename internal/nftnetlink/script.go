@@ -2,6 +2,7 @@ package nftnetlink
 
 import (
 	"fmt"
+	"hash/maphash"
 
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
@@ -52,6 +53,9 @@ type translator struct {
 	// see cachedRule.
 	rulePrefix string
 	rules      map[string][]byte
+	// seen holds the hashes of the rule texts met once (ruleSeen).
+	seen     map[uint64]struct{}
+	seenSeed maphash.Seed
 	// ruleText holds the printed text of a typed rule, the rule cache's key,
 	// reused rule after rule.
 	ruleText []byte
