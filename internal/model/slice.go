@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -32,9 +31,9 @@ import (
 // An EndpointSlice is read-only once converted: the informer cache and every
 // model share it.
 type EndpointSlice struct {
-	// ObjectMeta is the slice's metadata as trimmed by the watcher (the informer's
+	// SliceMeta is the slice's metadata as trimmed by the watcher (the informer's
 	// keys and resource versions need it); labels and annotations are not kept.
-	metav1.ObjectMeta
+	SliceMeta
 	AddressType discovery.AddressType
 	// Service is the kubernetes.io/service-name label ("" when absent).
 	Service string
@@ -80,14 +79,13 @@ func NewEndpointSlice(slice *discovery.EndpointSlice, nodeName string, place fun
 		}
 	}
 	out := &EndpointSlice{
-		ObjectMeta:  slice.ObjectMeta,
+		SliceMeta:   sliceMeta(&slice.ObjectMeta),
 		AddressType: slice.AddressType,
 		Service:     slice.Labels[discovery.LabelServiceName],
 		TriggerTime: slice.Annotations[v1.EndpointsLastChangeTriggerTime],
 		Node:        nodeName,
 		Digest:      digest(slice),
 	}
-	out.Labels, out.Annotations = nil, nil
 	var family v1.IPFamily
 	switch slice.AddressType {
 	case discovery.AddressTypeIPv4:
@@ -286,7 +284,7 @@ func (s *EndpointSlice) GetObjectKind() schema.ObjectKind { return schema.EmptyO
 // DeepCopyObject is part of runtime.Object.
 func (s *EndpointSlice) DeepCopyObject() runtime.Object {
 	c := *s
-	s.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	c.SliceMeta = s.SliceMeta.deepCopy()
 	c.Ports = make([]SlicePort, len(s.Ports))
 	for i, p := range s.Ports {
 		p.Endpoints = slices.Clone(p.Endpoints)

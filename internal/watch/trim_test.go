@@ -48,7 +48,7 @@ func TestTrimForProxyEndpointSlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &model.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", UID: "u1", ResourceVersion: "42"},
+		SliceMeta:   model.SliceMeta{Name: "web-abc", Namespace: "ns", UID: "u1", ResourceVersion: "42"},
 		AddressType: discovery.AddressTypeIPv4,
 		Service:     "web",
 		TriggerTime: "2030-01-01T00:00:00Z",
