@@ -197,7 +197,7 @@ func explainPort(st *model.State, view *model.ServicePortView, pub *proxycore.Pu
 	for _, use := range model.ExplainEndpoints(view, endpoints, st.NodeName(), st.Zone()) {
 		ep := use.Endpoint
 		out.Endpoints = append(out.Endpoints, Endpoint{
-			Address: ep.String(), NodeName: ep.NodeName, Zone: ep.Zone,
+			Address: ep.String(), NodeName: ep.NodeName(), Zone: ep.Zone(),
 			Ready: ep.Ready, Serving: ep.Serving, Terminating: ep.Terminating, IsLocal: ep.IsLocal,
 			ZoneHints: ep.ZoneHints(), NodeHints: ep.NodeHints(),
 			ClusterSelection: usage(use.Cluster), LocalSelection: usage(use.Local),

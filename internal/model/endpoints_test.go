@@ -273,7 +273,7 @@ func TestEndpointHintsZoneAndNode(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("got %v", got)
 	}
-	if e := got[0]; e.NodeName != "n1" || e.Zone != "z1" || e.IsLocal || !slices.Equal(e.ZoneHints(), []string{"z1", "z2"}) || !slices.Equal(e.NodeHints(), []string{"n1"}) {
+	if e := got[0]; e.NodeName() != "n1" || e.Zone() != "z1" || e.IsLocal || !slices.Equal(e.ZoneHints(), []string{"z1", "z2"}) || !slices.Equal(e.NodeHints(), []string{"n1"}) {
 		t.Errorf("endpoint 0 = %+v", e)
 	}
 	if e := got[1]; !e.IsLocal || e.Hints != nil {

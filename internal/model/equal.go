@@ -54,7 +54,7 @@ func endpointsEqual(a, b *Endpoint) bool {
 	}
 	return a.IP == b.IP && a.Port == b.Port &&
 		a.Ready == b.Ready && a.Serving == b.Serving && a.Terminating == b.Terminating &&
-		a.NodeName == b.NodeName && a.Zone == b.Zone && a.IsLocal == b.IsLocal &&
+		a.NodeName() == b.NodeName() && a.Zone() == b.Zone() && a.IsLocal == b.IsLocal &&
 		slices.Equal(a.ZoneHints(), b.ZoneHints()) && slices.Equal(a.NodeHints(), b.NodeHints())
 }
 

@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -32,9 +31,9 @@ import (
 // An EndpointSlice is read-only once converted: the informer cache and every
 // model share it.
 type EndpointSlice struct {
-	// ObjectMeta is the slice's metadata as trimmed by the watcher (the informer's
+	// SliceMeta is the slice's metadata as trimmed by the watcher (the informer's
 	// keys and resource versions need it); labels and annotations are not kept.
-	metav1.ObjectMeta
+	SliceMeta
 	AddressType discovery.AddressType
 	// Service is the kubernetes.io/service-name label ("" when absent).
 	Service string
@@ -64,22 +63,29 @@ type SlicePort struct {
 }
 
 // NewEndpointSlice converts an API EndpointSlice for the node named nodeName ("":
-// no endpoint is local). intern, when not nil, returns the copy of a node name or
-// zone that all endpoints carrying it share. Slices of other address types than
-// IPv4 and IPv6 keep their metadata only: no model reads them.
-func NewEndpointSlice(slice *discovery.EndpointSlice, nodeName string, intern func(string) string) *EndpointSlice {
-	if intern == nil {
-		intern = func(s string) string { return s }
+// no endpoint is local). place, when not nil, returns the Place that all
+// endpoints of a node name and zone share (watch.Trimmer shares them across
+// slices); without it, the endpoints of the slice share theirs. Slices of other
+// address types than IPv4 and IPv6 keep their metadata only: no model reads them.
+func NewEndpointSlice(slice *discovery.EndpointSlice, nodeName string, place func(Place) *Place) *EndpointSlice {
+	if place == nil {
+		places := map[Place]*Place{}
+		place = func(p Place) *Place {
+			if shared, ok := places[p]; ok {
+				return shared
+			}
+			places[p] = &p
+			return &p
+		}
 	}
 	out := &EndpointSlice{
-		ObjectMeta:  slice.ObjectMeta,
+		SliceMeta:   sliceMeta(&slice.ObjectMeta),
 		AddressType: slice.AddressType,
 		Service:     slice.Labels[discovery.LabelServiceName],
 		TriggerTime: slice.Annotations[v1.EndpointsLastChangeTriggerTime],
 		Node:        nodeName,
 		Digest:      digest(slice),
 	}
-	out.Labels, out.Annotations = nil, nil
 	var family v1.IPFamily
 	switch slice.AddressType {
 	case discovery.AddressTypeIPv4:
@@ -89,7 +95,7 @@ func NewEndpointSlice(slice *discovery.EndpointSlice, nodeName string, intern fu
 	default:
 		return out
 	}
-	eps := convertEndpoints(out, slice.Endpoints, family, nodeName, intern)
+	eps := convertEndpoints(out, slice.Endpoints, family, nodeName, place)
 	for i, port := range slice.Ports {
 		if port.Name == nil {
 			out.Problems = append(out.Problems, sliceError(out, fmt.Sprintf("ports[%d].name", i), "", "nil port name; port ignored"))
@@ -193,7 +199,7 @@ func stampPort(eps []Endpoint, port int32) []Endpoint {
 
 // convertEndpoints converts the endpoints of a slice of family (without port
 // numbers), skipping those without a usable address.
-func convertEndpoints(slice *EndpointSlice, in []discovery.Endpoint, family v1.IPFamily, nodeName string, intern func(string) string) []Endpoint {
+func convertEndpoints(slice *EndpointSlice, in []discovery.Endpoint, family v1.IPFamily, nodeName string, place func(Place) *Place) []Endpoint {
 	out := make([]Endpoint, 0, len(in))
 	for i := range in {
 		e := &in[i]
@@ -213,12 +219,16 @@ func convertEndpoints(slice *EndpointSlice, in []discovery.Endpoint, family v1.I
 			Serving:     e.Conditions.Serving == nil || *e.Conditions.Serving,
 			Terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
 		}
-		if e.NodeName != nil {
-			ep.NodeName = intern(*e.NodeName)
-			ep.IsLocal = nodeName != "" && ep.NodeName == nodeName
-		}
-		if e.Zone != nil {
-			ep.Zone = intern(*e.Zone)
+		if e.NodeName != nil || e.Zone != nil {
+			var p Place
+			if e.NodeName != nil {
+				p.NodeName = *e.NodeName
+			}
+			if e.Zone != nil {
+				p.Zone = *e.Zone
+			}
+			ep.Place = place(p)
+			ep.IsLocal = nodeName != "" && p.NodeName == nodeName
 		}
 		if e.Hints != nil {
 			ep.Hints = convertHints(e.Hints)
@@ -260,7 +270,7 @@ func (s *EndpointSlice) forNode(nodeName string) *EndpointSlice {
 		p.Endpoints = slices.Clone(p.Endpoints)
 		for j := range p.Endpoints {
 			ep := &p.Endpoints[j]
-			ep.IsLocal = nodeName != "" && ep.NodeName == nodeName
+			ep.IsLocal = nodeName != "" && ep.NodeName() == nodeName
 		}
 		c.Ports[i] = p
 	}
@@ -274,7 +284,7 @@ func (s *EndpointSlice) GetObjectKind() schema.ObjectKind { return schema.EmptyO
 // DeepCopyObject is part of runtime.Object.
 func (s *EndpointSlice) DeepCopyObject() runtime.Object {
 	c := *s
-	s.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	c.SliceMeta = s.SliceMeta.deepCopy()
 	c.Ports = make([]SlicePort, len(s.Ports))
 	for i, p := range s.Ports {
 		p.Endpoints = slices.Clone(p.Endpoints)

@@ -161,7 +161,7 @@ func txError(text string) error {
 	return nil
 }
 
-// batchChunkSize is the size of the chunks a batch is built in (see builder).
+// batchChunkSize is the capacity of the chunks a batch is built in (see builder).
 const batchChunkSize = 1 << 20
 
 // maxBatchChunks stays below the kernel's limit of iovecs per sendmsg (UIO_MAXIOV).
@@ -242,7 +242,7 @@ func (e *Executor) build(texts iter.Seq[string], sock *socket, commit bool) (*bu
 // newTranslator starts a batch (BATCH_BEGIN) and its translator; sock, when not
 // nil, answers questions about sets the batch does not define.
 func (e *Executor) newTranslator(sock *socket) *translator {
-	b := &builder{buf: make([]byte, 0, batchChunkSize+batchChunkSize/4), chunkSize: batchChunkSize}
+	b := &builder{buf: make([]byte, 0, batchChunkSize), chunkSize: batchChunkSize}
 	m := b.beginMsg(unix.NFNL_MSG_BATCH_BEGIN, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)
 	b.endMsg(m)
 	return &translator{

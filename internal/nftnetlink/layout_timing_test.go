@@ -139,7 +139,7 @@ func mapLayout(f render.Fragment) render.Fragment {
 			for _, s := range r.Stmts {
 				switch s := s.(type) {
 				case nft.DNAT:
-					out.Elements = append(out.Elements, render.Element{Container: m, IsMap: true, Key: nft.ElemBuf(nil).Num(uint32(i)).Elem(),
+					out.Elements = append(out.Elements, render.Element{Container: m, Key: nft.ElemBuf(nil).Num(uint32(i)).Elem(),
 						Value: nft.ElemBuf(nil).Addr(s.To.Addr()).Num(uint32(s.To.Port())).Elem()})
 				case nft.Match:
 					if s.Keys[0] == nft.L4Proto {

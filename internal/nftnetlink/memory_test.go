@@ -47,22 +47,25 @@ func peakHeap() (stop func() uint64) {
 // BenchmarkMemoryFullSync10k reports the heap of each stage of a full sync of 10,000
 // Services x 10 endpoints (model views, rendered state, then the write) and the
 // peak heap while it is written: that transient, above what stays live, is what
-// sets the daemon's peak RSS. "ops" is the daemon's path (render.FullOps encoded by
-// RunOps, no text); "transaction" is the nft writer's (a knftables transaction,
-// here run by the executor through its text). One iteration is the whole
-// experiment, in a network namespace of its own; it needs root.
+// sets the daemon's peak RSS. "ops" is render.FullOps encoded by RunOps (no text);
+// "inventory" is the daemon's path with drift detection (its default), the same
+// through RunOpsInventory, which also reads the batch into the inventory it
+// returns (kept live, as the daemon keeps it); "transaction" is the nft writer's (a
+// knftables transaction, here run by the executor through its text). One
+// iteration is the whole experiment, in a network namespace of its own; it needs
+// root.
 func BenchmarkMemoryFullSync10k(b *testing.B) {
 	needRoot(b)
-	for _, path := range []string{"ops", "transaction"} {
+	for _, path := range []string{"ops", "inventory", "transaction"} {
 		b.Run(path, func(b *testing.B) {
 			for b.Loop() {
-				memoryFullSync(b, path == "ops")
+				memoryFullSync(b, path)
 			}
 		})
 	}
 }
 
-func memoryFullSync(b *testing.B, ops bool) {
+func memoryFullSync(b *testing.B, path string) {
 	const mib = 1 << 20
 	base := liveHeap()
 	cfg := testConfig(knftables.IPv4Family)
@@ -80,11 +83,20 @@ func memoryFullSync(b *testing.B, ops bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var run func() error
+	var (
+		run func() error
+		inv *Inventory
+	)
 	before := afterState
-	if ops {
+	switch path {
+	case "ops":
 		run = func() error { return ex.RunOps(context.Background(), render.FullOps(st)) }
-	} else {
+	case "inventory":
+		run = func() (err error) {
+			inv, err = ex.RunOpsInventory(context.Background(), render.FullOps(st))
+			return err
+		}
+	default:
 		tx := ex.NewTransaction()
 		stop = peakHeap()
 		render.WriteFull(tx, st)
@@ -107,6 +119,10 @@ func memoryFullSync(b *testing.B, ops bool) {
 	b.ReportMetric(float64(peak)/mib, "run-peak-MiB")
 	b.ReportMetric(float64(before)/mib, "live-before-run-MiB")
 	b.ReportMetric((float64(peak)-float64(before))/mib, "run-above-live-MiB")
+	if inv != nil {
+		b.ReportMetric(float64(liveHeap()-before)/mib, "inventory-live-MiB")
+	}
 	runtime.KeepAlive(views)
 	runtime.KeepAlive(st)
+	runtime.KeepAlive(inv)
 }

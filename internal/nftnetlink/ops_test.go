@@ -161,3 +161,31 @@ func TestRunOpsIsOneTransaction(t *testing.T) {
 		t.Fatal("a failed batch changed the table")
 	}
 }
+
+// TestBatchChunksNearlyFull: a large batch is kept in chunks that are full to
+// within chunkHeadroom (their unused tails are memory held with the batch), and
+// reading it into an inventory lets go of them.
+func TestBatchChunksNearlyFull(t *testing.T) {
+	cfg := testConfig(knftables.IPv4Family)
+	cfg.EndpointMaps = true
+	st := renderState(cfg, scaleViews(3000, 10))
+	ex, err := New(cfg.Family, render.TableName, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ex.buildOps(render.FullOps(st), nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.b.sealed) < 2 {
+		t.Fatalf("%d sealed chunks for a %d-byte batch, want several", len(tr.b.sealed), tr.b.size())
+	}
+	for i, c := range tr.b.sealed {
+		if cap(c) != batchChunkSize || len(c) < batchChunkSize-chunkHeadroom {
+			t.Errorf("chunk %d: %d bytes of %d, want at least %d of %d", i, len(c), cap(c), batchChunkSize-chunkHeadroom, batchChunkSize)
+		}
+	}
+	if tr.inventory(); tr.b.size() != 0 || tr.b.sealed != nil {
+		t.Errorf("the builder holds %d bytes in %d chunks after the inventory read them", tr.b.size(), len(tr.b.sealed))
+	}
+}

@@ -2,6 +2,7 @@ package nftnetlink
 
 import (
 	"fmt"
+	"hash/maphash"
 
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
@@ -22,6 +23,11 @@ type setInfo struct {
 	key   keyType
 	data  *keyType
 	flags uint32
+	// adds counts the elements the batch being built adds to the set: the size
+	// of its element map when the batch is read into an inventory
+	// (translator.inventory), which growing by doubling would leave as garbage
+	// again, at the peak of a full sync.
+	adds int
 }
 
 // translator turns the operations of one transaction, typed (ops.go) or read from
@@ -47,6 +53,9 @@ type translator struct {
 	// see cachedRule.
 	rulePrefix string
 	rules      map[string][]byte
+	// seen holds the hashes of the rule texts met once (ruleSeen).
+	seen     map[uint64]struct{}
+	seenSeed maphash.Seed
 	// ruleText holds the printed text of a typed rule, the rule cache's key,
 	// reused rule after rule.
 	ruleText []byte

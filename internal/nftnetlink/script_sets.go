@@ -190,6 +190,9 @@ func (t *translator) element(verb, name string, info *setInfo, key nft.Elem, com
 		return err
 	}
 	t.key = k
+	if verb != "delete" {
+		info.adds++
+	}
 
 	b := t.b
 	if p := t.pending; p == nil || p.verb != verb || p.set != name || len(b.buf)-p.list > maxElemsBytes {

@@ -18,18 +18,18 @@ type Trimmer struct {
 	nodeName string
 
 	mu sync.Mutex
-	// interned maps a nodeName or zone to the one copy that the cached endpoints
-	// carrying it share.
-	interned map[string]string
+	// places maps a nodeName and zone to the one model.Place that the cached
+	// endpoints carrying them share.
+	places map[model.Place]*model.Place
 }
 
-// maxInterned bounds the interned strings: nodes come and go, and past the bound
-// the table starts again (objects keep the strings they have).
+// maxInterned bounds the shared places: nodes come and go, and past the bound
+// the table starts again (objects keep the places they have).
 const maxInterned = 1 << 16
 
 // NewTrimmer returns a Trimmer for the node named nodeName.
 func NewTrimmer(nodeName string) *Trimmer {
-	return &Trimmer{nodeName: nodeName, interned: map[string]string{}}
+	return &Trimmer{nodeName: nodeName, places: map[model.Place]*model.Place{}}
 }
 
 // TrimForProxy replaces each decoded object by what kube-proxy reads of it, before
@@ -43,10 +43,12 @@ func NewTrimmer(nodeName string) *Trimmer {
 //     and deletion timestamps (the informer's and the events' needs);
 //   - EndpointSlice: converted to a model.EndpointSlice for this node, the
 //     endpoints the model's ServicePorts point at (addresses parsed, conditions
-//     resolved, nodeName and zone shared by every endpoint carrying them: the
-//     decoder allocates them per endpoint), with the service-name label and the
-//     last-change-trigger-time annotation as fields. The API object is dropped:
-//     the cache and the model hold one copy of each endpoint, not three;
+//     resolved, one model.Place per nodeName and zone, shared by every endpoint
+//     carrying them: the decoder allocates them per endpoint), with the
+//     service-name label and the last-change-trigger-time annotation as fields,
+//     and only the metadata listed above (model.SliceMeta, 104 bytes instead of
+//     ObjectMeta's 232). The API object is dropped: the cache and the model
+//     hold one copy of each endpoint, not three;
 //   - Service: spec without the selector, and status (load balancer ingress);
 //     labels, annotations and the selector go (the label selectors of the watch
 //     are applied by the API server, and the EndpointSlice controller, not the
@@ -63,7 +65,7 @@ func (t *Trimmer) TrimForProxy(obj any) (any, error) {
 		trimMeta(&o.ObjectMeta)
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		return model.NewEndpointSlice(o, t.nodeName, t.intern), nil
+		return model.NewEndpointSlice(o, t.nodeName, t.place), nil
 	case *v1.Service:
 		trimMeta(&o.ObjectMeta)
 		o.Labels = nil
@@ -75,16 +77,17 @@ func (t *Trimmer) TrimForProxy(obj any) (any, error) {
 	return StripManagedFields(obj)
 }
 
-// intern returns the shared copy of s. Callers hold mu.
-func (t *Trimmer) intern(s string) string {
-	if p, ok := t.interned[s]; ok {
-		return p
+// place returns the shared Place equal to p. Callers hold mu.
+func (t *Trimmer) place(p model.Place) *model.Place {
+	if shared, ok := t.places[p]; ok {
+		return shared
 	}
-	if len(t.interned) >= maxInterned {
-		t.interned = map[string]string{}
+	if len(t.places) >= maxInterned {
+		t.places = map[model.Place]*model.Place{}
 	}
-	t.interned[s] = s
-	return s
+	shared := &p
+	t.places[p] = shared
+	return shared
 }
 
 func trimMeta(m *metav1.ObjectMeta) {

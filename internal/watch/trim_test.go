@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -49,14 +48,14 @@ func TestTrimForProxyEndpointSlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &model.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", UID: "u1", ResourceVersion: "42"},
+		SliceMeta:   model.SliceMeta{Name: "web-abc", Namespace: "ns", UID: "u1", ResourceVersion: "42"},
 		AddressType: discovery.AddressTypeIPv4,
 		Service:     "web",
 		TriggerTime: "2030-01-01T00:00:00Z",
 		Node:        "node-a",
 		Ports: []model.SlicePort{{Name: "http", Protocol: v1.ProtocolTCP, Endpoints: []model.Endpoint{{
 			IP: netip.MustParseAddr("10.0.0.1"), Port: 8080, Ready: true, Serving: true, IsLocal: true,
-			NodeName: "node-a", Zone: "z1", Hints: &model.EndpointHints{Zones: []string{"z1"}},
+			Place: &model.Place{NodeName: "node-a", Zone: "z1"}, Hints: &model.EndpointHints{Zones: []string{"z1"}},
 		}}}},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(model.EndpointSlice{}, "Digest"), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
@@ -100,7 +99,7 @@ func TestTrimForProxyOtherKinds(t *testing.T) {
 	}
 }
 
-// Endpoints of different slices share their nodeName and zone strings; the values
+// Endpoints of different slices on one node and zone share one model.Place; the values
 // stay what the API said.
 func TestTrimForProxySharesEndpointValues(t *testing.T) {
 	trimmer := NewTrimmer("node-a")
@@ -126,11 +125,10 @@ func TestTrimForProxySharesEndpointValues(t *testing.T) {
 		return got.(*model.EndpointSlice).Ports[0].Endpoints[0]
 	}
 	a, b, c := trim(slice("a", "node-a", true)), trim(slice("b", "node-a", true)), trim(slice("c", "node-b", false))
-	if unsafe.StringData(a.NodeName) != unsafe.StringData(b.NodeName) || unsafe.StringData(a.Zone) != unsafe.StringData(b.Zone) ||
-		unsafe.StringData(a.Zone) != unsafe.StringData(c.Zone) {
-		t.Errorf("equal strings are not shared")
+	if a.Place != b.Place || a.Place == c.Place {
+		t.Errorf("endpoints of one node and zone do not share their Place, or of two do")
 	}
-	if c.NodeName != "node-b" || a.NodeName != "node-a" || c.Ready || !a.Ready || c.Terminating || !a.IsLocal || c.IsLocal {
+	if c.NodeName() != "node-b" || a.NodeName() != "node-a" || a.Zone() != c.Zone() || c.Ready || !a.Ready || c.Terminating || !a.IsLocal || c.IsLocal {
 		t.Errorf("values changed: %+v %+v", a, c)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // It is the largest part of a State (one entry per element: 120,000 at 10,000
 // Services of 10 endpoints), so it is keyed by a 64-bit hash of the element ID and
 // its entries point at the claiming elements instead of copying their strings: an
-// element costs about 30 bytes here instead of about 160 with a map keyed by the
+// element costs about 20 bytes here instead of about 160 with a map keyed by the
 // ID. Hash collisions cost nothing in correctness: every lookup compares the IDs
 // of the elements pointed at, so refs of distinct IDs under one hash are told
 // apart.
@@ -25,13 +25,16 @@ type claimIndex struct {
 	more  map[uint64][]claimRef
 }
 
-// claimRef is one fragment's claim: the element at index i of fragment f.
-type claimRef struct {
-	f *Fragment
-	i int32
-}
+// claimRef is one fragment's claim: its element, by address in the fragment's
+// Elements array (fragments are immutable and do not share their arrays, so
+// equal refs are the same claim). A pointer rather than (fragment, index): the
+// index's entries are 16 bytes instead of 24, 2 MB at 10,000 Services.
+type claimRef struct{ e *Element }
 
-func (r claimRef) element() *Element { return &r.f.Elements[r.i] }
+// refTo is the claim of f on its element i.
+func refTo(f *Fragment, i int) claimRef { return claimRef{&f.Elements[i]} }
+
+func (r claimRef) element() *Element { return r.e }
 
 func (r claimRef) claim() claim {
 	e := r.element()
@@ -79,17 +82,19 @@ func (c *claimIndex) get(id elementID) []claimRef {
 	return slices.DeleteFunc(c.refsOfHash(h), func(r claimRef) bool { return r.element().id() != id })
 }
 
-// only reports whether the element at index i of f is the only claim on its ID
-// (the common case, answered without allocating).
+// only reports whether the element at index i of f, which the index holds, is
+// the only claim on its ID (the common case, answered without allocating). With
+// no further ref under the element's hash, the one ref in first is the element's
+// own, so only the small map more is read: reading first, as large as the table,
+// cost a cache miss per element, a sixth of the CPU of a full sync's encoding at
+// 30,000 Services.
 func (c *claimIndex) only(f *Fragment, i int) bool {
-	h := c.hash(f.Elements[i].id())
-	first, ok := c.first[h]
-	return ok && first == claimRef{f, int32(i)} && len(c.more[h]) == 0
+	return len(c.more[c.hash(f.Elements[i].id())]) == 0
 }
 
 // add appends a claim on the element at index i of f.
 func (c *claimIndex) add(f *Fragment, i int) {
-	ref := claimRef{f, int32(i)}
+	ref := refTo(f, i)
 	h := c.hash(f.Elements[i].id())
 	if _, ok := c.first[h]; !ok {
 		c.first[h] = ref

@@ -18,12 +18,12 @@ func TestClaimIndexCollisions(t *testing.T) {
 			c := newClaimIndex(0)
 			c.hashOf = tc.hash
 			a := &Fragment{Elements: []Element{
-				{Container: "service-ips", IsMap: true, Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto a")},
+				{Container: "service-ips", Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto a")},
 				{Container: "cluster-ips", Key: elem("10.0.0.1")},
 			}}
 			b := &Fragment{Elements: []Element{
-				{Container: "service-ips", IsMap: true, Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto b")},
-				{Container: "service-ips", IsMap: true, Key: elem("10.0.0.2 . tcp . 80"), Value: elem("goto b2")},
+				{Container: "service-ips", Key: elem("10.0.0.1 . tcp . 80"), Value: elem("goto b")},
+				{Container: "service-ips", Key: elem("10.0.0.2 . tcp . 80"), Value: elem("goto b2")},
 			}}
 			for _, f := range []*Fragment{a, b} {
 				for i := range f.Elements {
@@ -34,7 +34,7 @@ func TestClaimIndexCollisions(t *testing.T) {
 				t.Fatalf("len = %d, want 4", c.len())
 			}
 			shared := a.Elements[0].id()
-			if got := c.get(shared); len(got) != 2 || got[0] != (claimRef{a, 0}) || got[1] != (claimRef{b, 0}) {
+			if got := c.get(shared); len(got) != 2 || got[0] != refTo(a, 0) || got[1] != refTo(b, 0) {
 				t.Errorf("claims on %v = %v, want a's then b's", shared, got)
 			}
 			if c.only(a, 0) || c.only(b, 0) {
@@ -45,16 +45,16 @@ func TestClaimIndexCollisions(t *testing.T) {
 			if tc.hash == nil && (!c.only(a, 1) || !c.only(b, 1)) {
 				t.Errorf("only() = false for elements nobody else claims")
 			}
-			if got := c.get(a.Elements[1].id()); len(got) != 1 || got[0] != (claimRef{a, 1}) {
+			if got := c.get(a.Elements[1].id()); len(got) != 1 || got[0] != refTo(a, 1) {
 				t.Errorf("claims on %v = %v, want a's only", a.Elements[1].id(), got)
 			}
 
 			// a lets go of the shared element: b's value is next; the others stay.
-			c.set(shared, []claimRef{{b, 0}})
+			c.set(shared, []claimRef{refTo(b, 0)})
 			if got := c.get(shared); len(got) != 1 || got[0].claim().value != elem("goto b") {
 				t.Errorf("after set, claims on %v = %v, want b's", shared, got)
 			}
-			if got := c.get(b.Elements[1].id()); len(got) != 1 || got[0] != (claimRef{b, 1}) {
+			if got := c.get(b.Elements[1].id()); len(got) != 1 || got[0] != refTo(b, 1) {
 				t.Errorf("set on one ID changed another's claims: %v", got)
 			}
 			c.set(shared, nil)

@@ -1,7 +1,6 @@
 package nftables
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -66,10 +65,11 @@ type Container struct {
 }
 
 // Element is one element of a named set (Value zero) or map. Key and Value are
-// packed (nft.Elem): a State holds ~120,000 elements at 10,000 Services.
+// packed (nft.Elem): a State holds ~160,000 elements at 10,000 Services, so an
+// Element is kept at 64 bytes (whether its container is a map is told by Value,
+// not by a field of its own).
 type Element struct {
 	Container string
-	IsMap     bool
 	Key       nft.Elem
 	Value     nft.Elem
 	Comment   string
@@ -138,6 +138,19 @@ func exactSize[S ~[]E, E any](s S) S {
 	return append(make(S, 0, len(s)), s...)
 }
 
+// compareElements orders elements by container, then key and value text, then
+// comment. The comparisons run in turn, not as cmp.Or's arguments, which are all
+// evaluated: printing both keys and both values to compare elements of different
+// containers was 15% of the CPU of rendering and encoding a full sync.
 func compareElements(a, b Element) int {
-	return cmp.Or(strings.Compare(a.Container, b.Container), nft.CompareText(a.Key, b.Key), nft.CompareText(a.Value, b.Value), strings.Compare(a.Comment, b.Comment))
+	if c := strings.Compare(a.Container, b.Container); c != 0 {
+		return c
+	}
+	if c := nft.CompareText(a.Key, b.Key); c != 0 {
+		return c
+	}
+	if c := nft.CompareText(a.Value, b.Value); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Comment, b.Comment)
 }

@@ -142,24 +142,22 @@ func (s *State) fullOps(existing *Existing, emit func(nft.Op)) {
 	// the order of the fragments first claiming them: deterministic without
 	// sorting every element. The value written is the claim the kernel holds (the
 	// first), whichever fragment brought the element first here.
-	// (Counted first: the lists hold every element of the table, and growing them
-	// by appending would leave as much garbage again.)
+	// A container's elements are listed as runs, each a fragment's consecutive
+	// elements of that container (a fragment's elements are sorted by container,
+	// so it has about one run per container it fills): the lists are live while
+	// the whole batch is encoded, the sync's peak, and a ref per element was 2.6 MB
+	// at 10,000 Services. (Counted first: growing them by appending would leave as
+	// much garbage again.)
 	perContainer := make(map[string]int)
-	for _, f := range frags {
-		for i := range f.Elements {
-			perContainer[f.Elements[i].Container]++
-		}
-	}
-	byContainer := make(map[string][]claimRef, len(perContainer))
+	forRuns(frags, func(_, i int, f *Fragment) { perContainer[f.Elements[i].Container]++ })
+	byContainer := make(map[string][]elementRun, len(perContainer))
 	for name, n := range perContainer {
-		byContainer[name] = make([]claimRef, 0, n)
+		byContainer[name] = make([]elementRun, 0, n)
 	}
-	for _, f := range frags {
-		for i := range f.Elements {
-			c := f.Elements[i].Container
-			byContainer[c] = append(byContainer[c], claimRef{f, int32(i)})
-		}
-	}
+	forRuns(frags, func(fi, i int, f *Fragment) {
+		c := f.Elements[i].Container
+		byContainer[c] = append(byContainer[c], elementRun{int32(fi), int32(i)})
+	})
 	containers := make([]string, 0, len(byContainer))
 	for name := range byContainer {
 		containers = append(containers, name)
@@ -167,20 +165,24 @@ func (s *State) fullOps(existing *Existing, emit func(nft.Op)) {
 	slices.Sort(containers)
 	var emitted map[elementID]bool // shared elements already written
 	for _, name := range containers {
-		for _, ref := range byContainer[name] {
-			id := ref.element().id()
-			if s.claims.only(ref.f, int(ref.i)) {
-				emit(elementOp(id, ref.claim()))
-				continue
+		for _, run := range byContainer[name] {
+			f := frags[run.frag]
+			for i := int(run.start); i < len(f.Elements) && f.Elements[i].Container == name; i++ {
+				ref := refTo(f, i)
+				id := ref.element().id()
+				if s.claims.only(f, i) {
+					emit(elementOp(id, ref.claim()))
+					continue
+				}
+				if emitted == nil {
+					emitted = make(map[elementID]bool)
+				}
+				if emitted[id] {
+					continue
+				}
+				emitted[id] = true
+				emit(elementOp(id, s.claims.get(id)[0].claim()))
 			}
-			if emitted == nil {
-				emitted = make(map[elementID]bool)
-			}
-			if emitted[id] {
-				continue
-			}
-			emitted[id] = true
-			emit(elementOp(id, s.claims.get(id)[0].claim()))
 		}
 	}
 	if existing == nil {
@@ -204,6 +206,22 @@ func (s *State) fullOps(existing *Existing, emit func(nft.Op)) {
 	for _, n := range existing.Counters {
 		if !addedCounters[n] {
 			emit(counterOp(nft.DeleteCounter, n))
+		}
+	}
+}
+
+// elementRun is a run of elements of one container in a fragment: those of
+// frags[frag] from index start on, while their container is the same.
+type elementRun struct{ frag, start int32 }
+
+// forRuns calls fn with the start of every run of elements of one container in
+// frags, fragment by fragment, in order.
+func forRuns(frags []*Fragment, fn func(frag, start int, f *Fragment)) {
+	for fi, f := range frags {
+		for i := range f.Elements {
+			if i == 0 || f.Elements[i].Container != f.Elements[i-1].Container {
+				fn(fi, i, f)
+			}
 		}
 	}
 }

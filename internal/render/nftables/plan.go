@@ -185,7 +185,7 @@ func (s *State) Plan(base *Fragment, updates map[model.ServicePortName]*Fragment
 					list = s.touch(id, before)
 					touched = append(touched, id)
 				}
-				p.claims[id] = slices.DeleteFunc(list, func(r claimRef) bool { return r == claimRef{pr.old, int32(i)} })
+				p.claims[id] = slices.DeleteFunc(list, func(r claimRef) bool { return r == refTo(pr.old, i) })
 			}
 		}
 		if pr.new != nil {
@@ -196,7 +196,7 @@ func (s *State) Plan(base *Fragment, updates map[model.ServicePortName]*Fragment
 					list = s.touch(id, before)
 					touched = append(touched, id)
 				}
-				p.claims[id] = append(list, claimRef{pr.new, int32(i)})
+				p.claims[id] = append(list, refTo(pr.new, i))
 			}
 		}
 	}

@@ -65,7 +65,7 @@ func (r *serviceRenderer) familyEndpoints(eps []*model.Endpoint) []*model.Endpoi
 }
 
 func (r *serviceRenderer) element(container string, key, value nft.Elem, comment bool) {
-	e := Element{Container: container, IsMap: !value.IsZero(), Key: key, Value: value}
+	e := Element{Container: container, Key: key, Value: value}
 	if comment {
 		e.Comment = truncateComment(r.sp.Name.String())
 	}

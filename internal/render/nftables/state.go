@@ -148,5 +148,8 @@ func (s *State) Service(name model.ServicePortName) *Fragment { return s.service
 func (s *State) Len() int { return len(s.services) }
 
 func compareIDs(a, b elementID) int {
-	return cmp.Or(strings.Compare(a.container, b.container), nft.CompareText(a.key, b.key))
+	if c := strings.Compare(a.container, b.container); c != 0 {
+		return c // the keys' text is not printed (see compareElements)
+	}
+	return nft.CompareText(a.key, b.key)
 }
