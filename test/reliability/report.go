@@ -169,20 +169,21 @@ func (rp *Report) soakMarkdown(b *strings.Builder) {
 		"to the first probe through the ClusterIP answered by the new pod, probed every %s, capped at %s) whenever the previous measured change was seen, "+
 		"otherwise one to a Service without real backends (every %dth moves its port between 80 and 81, the others flip an endpoint's readiness). "+
 		"RSS (VmRSS) and goroutines (go_goroutines on the metrics port) are read every %s. "+
-		"Verdicts: RSS after the soak within %.0f%% of RSS after the first minute; goroutines flat: at most %d more at the end than after the first minute; "+
+		"Verdicts: RSS after the soak within %.0f%% of RSS after the first minute, each the median of a minute's readings (the first minute's, the last minute's: "+
+		"RSS is a sawtooth with the GC cycle, and a single reading lands anywhere on it); goroutines flat: at most %d more at the end than after the first minute; "+
 		"p99 stable: no window's p99 over %d× the lowest window's plus %s (a window with fewer than %d measured changes has its slowest change as p99: marked \"few\", and kproxy is not held to it).\n\n",
 		soakPoll, fmtDur(bench.DefaultChangeBound), portEvery, soakSample, 100*rssGrowthBound, goroutineSlack, p99Factor, fmtDur(p99Floor), p99Samples)
-	b.WriteString("| proxy | mode | Services | changes/s | RSS after 1 min → after the soak | goroutines after 1 min → after (min–max) | p99 per window | RSS | goroutines | p99 |\n")
+	b.WriteString("| proxy | mode | Services | changes/s | RSS first minute → last minute (min–max) | goroutines after 1 min → after (min–max) | p99 per window | RSS | goroutines | p99 |\n")
 	b.WriteString("| --- | --- | ---: | ---: | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range soaks {
 		s := r.Soak
 		rssOK, gOK, p99OK := s.Verdicts()
-		fmt.Fprintf(b, "| %s | %s | %d | %.1f of %d | %s → %s (%+.1f%%) | %d → %d (%+d; %d–%d) | %s | %s | %s | %s |\n",
-			r.Proxy, r.Mode, s.Services, s.Rate, s.Target, bench.FmtMiB(s.RSSFirstMinute), bench.FmtMiB(s.RSSEnd), 100*s.RSSGrowth(),
+		fmt.Fprintf(b, "| %s | %s | %d | %.1f of %d | %s → %s (%+.1f%%; %.0f–%.0f) | %d → %d (%+d; %d–%d) | %s | %s | %s | %s |\n",
+			r.Proxy, r.Mode, s.Services, s.Rate, s.Target, bench.FmtMiB(s.RSSFirstMinute), bench.FmtMiB(s.RSSEnd), 100*s.RSSGrowth(), s.RSSMin, s.RSSMax,
 			s.GoroutinesFirstMinute, s.GoroutinesEnd, s.GoroutineGrowth(), s.GoroutinesMin, s.GoroutinesMax, p99Line(s),
 			mark(rssOK, "within 10%", "grew over 10%"), mark(gOK, "flat", "grew"), p99Verdict(s, p99OK))
 	}
-	b.WriteString("\nPer window (latencies of the measured changes written in the window; RSS and goroutines at its end):\n\n")
+	b.WriteString("\nPer window (latencies of the measured changes written in the window; RSS and goroutines read at its end):\n\n")
 	b.WriteString("| proxy | mode | window | changes | measured | p50 | p99 | max | capped | RSS | goroutines |\n")
 	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range soaks {

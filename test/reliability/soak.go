@@ -89,10 +89,18 @@ type Soak struct {
 	Rate             float64 // made per second
 	Skipped          int     // ticks skipped because a writer was writerBacklog changes behind
 	Windows          []SoakWindow
-	// The reference (after the first minute) and the end.
+	// The reference (after the first minute) and the end. RSS is the median of a
+	// minute's readings (the first minute's; the last minute's): a Go process's RSS
+	// is a sawtooth with the GC cycle and the scavenger, and a single reading lands
+	// anywhere on it (kproxy in iptables mode read 87, 117, 97, 95, 91 and 124 MiB at
+	// the ends of six one-minute windows). Goroutines are single readings.
 	RSSFirstMinute, RSSEnd               float64
+	RSSMin, RSSMax                       float64 // of every reading
 	GoroutinesFirstMinute, GoroutinesEnd int
 	GoroutinesMin, GoroutinesMax         int
+	// RSSReadings and GoroutineReadings are every reading, one per soakSample.
+	RSSReadings       []float64
+	GoroutineReadings []int
 }
 
 // RSSGrowth is the RSS after the soak relative to the RSS after the first minute
@@ -165,7 +173,7 @@ func RunChurnSoak(ctx context.Context, w *World, p bench.Proxy, mode string, cfg
 			return "", err
 		}
 		rssOK, gOK, p99OK := s.Verdicts()
-		return fmt.Sprintf("%.1f changes/s (%d ticks skipped by busy writers); RSS after the first minute %s, after the soak %s (%+.1f%%); goroutines %d → %d; p99 per window %s; verdict: %s",
+		return fmt.Sprintf("%.1f changes/s (%d ticks skipped by busy writers); RSS in the first minute %s, in the last %s (medians, %+.1f%%); goroutines %d → %d; p99 per window %s; verdict: %s",
 			s.Rate, s.Skipped, bench.FmtMiB(s.RSSFirstMinute), bench.FmtMiB(s.RSSEnd), 100*s.RSSGrowth(), s.GoroutinesFirstMinute, s.GoroutinesEnd,
 			p99Line(s), verdictLine(s, rssOK, gOK, p99OK)), err
 	})
@@ -375,20 +383,30 @@ func summariseSoak(cfg SoakConfig, measured []bench.Change, readings []soakReadi
 		}
 		s.Windows = append(s.Windows, w)
 	}
-	if rd, ok := at(int(soakReference / soakSample)); ok {
-		s.RSSFirstMinute, s.GoroutinesFirstMinute = rd.rss, rd.goroutines
+	minute := int(soakReference / soakSample)
+	for _, rd := range readings {
+		s.RSSReadings = append(s.RSSReadings, rd.rss)
+		s.GoroutineReadings = append(s.GoroutineReadings, rd.goroutines)
+	}
+	if len(readings) >= minute {
+		s.RSSFirstMinute = bench.Median(s.RSSReadings[:minute])
+		s.RSSEnd = bench.Median(s.RSSReadings[len(readings)-minute:])
+		s.RSSMin, s.RSSMax = bench.MinMax(s.RSSReadings)
+	}
+	if rd, ok := at(minute); ok {
+		s.GoroutinesFirstMinute = rd.goroutines
 	}
 	if rd, ok := at(len(readings)); ok {
-		s.RSSEnd, s.GoroutinesEnd = rd.rss, rd.goroutines
+		s.GoroutinesEnd = rd.goroutines
 	}
-	for _, rd := range readings {
-		if rd.goroutines < 0 {
+	for _, n := range s.GoroutineReadings {
+		if n < 0 {
 			continue
 		}
-		if s.GoroutinesMin < 0 || rd.goroutines < s.GoroutinesMin {
-			s.GoroutinesMin = rd.goroutines
+		if s.GoroutinesMin < 0 || n < s.GoroutinesMin {
+			s.GoroutinesMin = n
 		}
-		s.GoroutinesMax = max(s.GoroutinesMax, rd.goroutines)
+		s.GoroutinesMax = max(s.GoroutinesMax, n)
 	}
 	return s
 }
