@@ -98,8 +98,8 @@ takeover:
 ## reliability: issue 16's scenarios in full (proxy restarts in a row with 1,000 Services;
 ## the API server restarted, then down a minute; odd but valid API data; a 30-minute churn
 ## soak of 10,000 Services at 50 changes/s), kproxy and upstream kube-proxy in nftables and
-## iptables mode under continuous probes (root; about 2 h 40 min on an idle 2-core machine:
-## the soak takes 2 h 15 min of it, more when loaded). Writes
+## iptables mode under continuous probes (root; about 2 h 30 min on a 2-core machine:
+## the soak takes 2 h 5 min of it, more when loaded). Writes
 ## bench/results/<timestamp>-reliability.md and .json; short versions run in `make test`.
 ## RELIABILITY_RESTARTS=5, RELIABILITY_SOAK_DURATION=6m RELIABILITY_SOAK_WINDOW=1m,
 ## RELIABILITY_SOAK_SERVICES=n run a reduced version. See docs/reliability.md.
