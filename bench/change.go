@@ -55,14 +55,13 @@ func MeasureChanges(ctx context.Context, ld *Loader, r *Running, client *lab.Pod
 			return res, fmt.Errorf("%s exited (%w); log tail:\n%s", r.Proxy.Name, err, r.Process.LogTail(30))
 		}
 		s := churn[k%len(churn)]
-		next := nextBackend(ld.Backends, s.Pod)
-		ch, err := changeOnce(ctx, ld, client, s, next, bound)
+		ch, err := ld.ChangeEndpoint(ctx, client, s, bound, changePoll)
 		if err != nil {
 			return res, err
 		}
-		lat := ch.answered.Sub(ch.written)
-		phases := phasesOf(ctx, sw, src, ch.rv, ch.sent, ch.written, ch.answered)
-		if lat >= bound {
+		lat := ch.Latency()
+		phases := phasesOf(ctx, sw, src, ch.RV, ch.Sent, ch.Written, ch.Answered)
+		if ch.Capped {
 			if res.Capped == 0 {
 				// Once per series: what the proxy was doing says whether it was slow or stuck.
 				logger.Info("Change not seen within the bound", "proxy", r.Proxy.Name, "k", k, "bound", bound, "logTail", r.Process.LogTail(15))
@@ -85,14 +84,31 @@ func nextBackend(backends []*lab.Pod, cur *lab.Pod) *lab.Pod {
 	return backends[0]
 }
 
-// change is one change's timeline: the update sent, returned with resourceVersion rv,
-// and the first probe answered by the new pod (written+bound when none was).
-type change struct {
-	rv                      string
-	sent, written, answered time.Time
+// changePoll is how often MeasureChanges probes for a change's new endpoint: the
+// resolution of its latencies (the probe itself takes a fraction of a millisecond).
+const changePoll = time.Millisecond
+
+// Change is one endpoint change's timeline: the update sent, returned with
+// resourceVersion RV, and the first probe answered by the new pod (Written+bound, and
+// Capped, when none was within the bound).
+type Change struct {
+	Service                 string
+	RV                      string
+	Sent, Written, Answered time.Time
+	Capped                  bool
 }
 
-func changeOnce(ctx context.Context, ld *Loader, client *lab.Pod, s *Svc, next *lab.Pod, bound time.Duration) (change, error) {
+// Latency is the change-to-programmed latency: from the update returning to the first
+// probe through the ClusterIP answered by the new endpoint.
+func (c Change) Latency() time.Duration { return c.Answered.Sub(c.Written) }
+
+// ChangeEndpoint replaces the only endpoint of churn Service s (IsChurn) by the next
+// real pod, and probes s's ClusterIP from client every poll until the new pod answers,
+// for at most bound after the update returned. It is the change the bench's change
+// latency (MeasureChanges) and the reliability soak (test/reliability) measure; s must
+// not be changed by anyone else meanwhile.
+func (ld *Loader) ChangeEndpoint(ctx context.Context, client *lab.Pod, s *Svc, bound, poll time.Duration) (Change, error) {
+	next := nextBackend(ld.Backends, s.Pod)
 	slice := s.Slice.DeepCopy()
 	want := lab.BuildEndpointSlices(s.Object, lab.PodEndpoints(next), slice.Ports, lab.SliceOptions{TriggerTime: time.Now()})[0]
 	slice.Endpoints = want.Endpoints
@@ -100,26 +116,27 @@ func changeOnce(ctx context.Context, ld *Loader, client *lab.Pod, s *Svc, next *
 	sent := time.Now()
 	got, err := ld.Lab.Client.DiscoveryV1().EndpointSlices(slice.Namespace).Update(ctx, slice, metav1.UpdateOptions{})
 	if err != nil {
-		return change{}, fmt.Errorf("update slice %s: %w", slice.Name, err)
+		return Change{}, fmt.Errorf("update slice %s: %w", slice.Name, err)
 	}
 	written := time.Now()
-	ch := change{rv: got.ResourceVersion, sent: sent, written: written}
+	ch := Change{Service: s.Name, RV: got.ResourceVersion, Sent: sent, Written: written}
 	s.Slice, s.Pod = got, next
 	target := netip.AddrPortFrom(s.ClusterIP, ServicePort)
 	for {
 		res := client.NS.ProbeWith(ctx, lab.Probe{Protocol: v1.ProtocolTCP, Target: target, Timeout: ProbeTimeout})
 		now := time.Now()
 		if res.Outcome == lab.Answered && res.Reply.Pod == next.Name {
-			ch.answered = now
+			ch.Answered = now
 			return ch, nil
 		}
 		if now.Sub(written) >= bound {
-			ch.answered = written.Add(bound)
+			ch.Answered, ch.Capped = written.Add(bound), true
 			return ch, nil
 		}
-		if ctx.Err() != nil {
-			return change{}, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return Change{}, ctx.Err()
+		case <-time.After(poll): // the probes' pace while the change is not seen
 		}
-		time.Sleep(time.Millisecond)
 	}
 }

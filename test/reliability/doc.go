@@ -21,11 +21,29 @@
 //     probe target and a sample of the loaded Services answer, and the kernel holds at
 //     least as many Service rules as before the scenario (bench.CountServices).
 //   - Scenarios: 1, restarts in a row (RunRestarts); 2, the API server restarted and
-//     then down (RunAPIServerOutage); 5, odd but valid API data (RunOddData).
+//     then down (RunAPIServerOutage); 4, a churn soak (RunChurnSoak); 5, odd but valid
+//     API data (RunOddData).
+//   - The churn soak makes 50 Service or EndpointSlice changes a second for its length,
+//     under the same probes: one goroutine measures change-to-programmed latency one
+//     change after another with the bench's own change (bench.Loader.ChangeEndpoint:
+//     a churn Service's endpoint replaced, then probed through its ClusterIP until the
+//     new pod answers); writers make the other changes. RSS and go_goroutines (the
+//     metrics port, both proxies) are read every 10 s. Reported per window: changes,
+//     p50/p99/max latency, RSS, goroutines; verdicts per proxy: RSS after the soak within
+//     10% of RSS after the first minute, goroutines flat, p99 stable over the windows
+//     (Soak.Verdicts; kproxy is held to them). iptables mode soaks at most 1,000
+//     Services (iptables-nft cannot restore 10,000 in minutes) and runs first, and the
+//     soak's file sorts last: the World's Services only grow.
 //   - Short versions (3 restarts of each kind with 100 Services; 2 API server restarts;
-//     the odd data as is) run under `go test`; KPROXY_RELIABILITY=full runs the full versions (`make
-//     reliability`), and KPROXY_RELIABILITY_OUT=<dir> writes the results table there as
-//     <timestamp>-reliability.md and .json (bench/results' style).
+//     the odd data as is; a 2-minute soak of the 100 Services in windows of 30 s) run
+//     under `go test`; KPROXY_RELIABILITY=full runs the full versions (`make
+//     reliability`: 20 restarts per signal with 1,000 Services; 3 API server restarts,
+//     then down a minute; a 30-minute soak of 10,000 Services in windows of 5 minutes),
+//     and KPROXY_RELIABILITY_OUT=<dir> writes the results table there as
+//     <timestamp>-reliability.md and .json (bench/results' style). The table's header
+//     names the version ("short", "full") and what the environment changed
+//     (KPROXY_RELIABILITY_RESTARTS, KPROXY_RELIABILITY_SOAK_SERVICES, _DURATION, _WINDOW);
+//     each scenario's sizes are in its rows.
 //   - Without root, the lab's binaries or upstream's binary the tests skip with the
 //     reason; with KPROXY_E2E_REQUIRED=1 they fail instead. Every wait is bounded and
 //     says what it awaited; the lab is torn down on exit, also on failure.

@@ -23,6 +23,12 @@ const (
 	RestartsEnv = "KPROXY_RELIABILITY_RESTARTS"
 	// OutEnv is the directory the results table is written to.
 	OutEnv = "KPROXY_RELIABILITY_OUT"
+	// SoakServicesEnv, SoakDurationEnv and SoakWindowEnv override the churn soak's
+	// Services (in nftables mode; iptables mode has at most iptablesSoakServices), its
+	// length and its windows (Go durations, multiples of 10 s): a reduced full version.
+	SoakServicesEnv = "KPROXY_RELIABILITY_SOAK_SERVICES"
+	SoakDurationEnv = "KPROXY_RELIABILITY_SOAK_DURATION"
+	SoakWindowEnv   = "KPROXY_RELIABILITY_SOAK_WINDOW"
 )
 
 // Sizes of the versions.
@@ -77,14 +83,27 @@ func services() int {
 	return shortServices
 }
 
+// version names the version the run measured, for the table's header: "short" or
+// "full", with what the environment changed. Each scenario's own sizes are
+// in its rows (the scenario column and the notes), not here: a run of one scenario
+// must not be headed by another's sizes.
 func version() string {
-	switch {
-	case !full():
-		return fmt.Sprintf("short (%d restarts per signal, %d Services)", restarts(), services())
-	case restarts() != fullRestarts:
-		return fmt.Sprintf("reduced full (%d restarts per signal instead of %d, %d Services)", restarts(), fullRestarts, services())
+	name, wantRestarts, wantSoak := "short", shortRestarts, shortSoak
+	if full() {
+		name, wantRestarts, wantSoak = "full", fullRestarts, fullSoak
 	}
-	return fmt.Sprintf("full (%d restarts per signal, %d Services)", restarts(), services())
+	var reduced []string
+	if restarts() != wantRestarts {
+		reduced = append(reduced, fmt.Sprintf("%d restarts per signal instead of %d", restarts(), wantRestarts))
+	}
+	if c := soakConfig(); c != wantSoak {
+		reduced = append(reduced, fmt.Sprintf("churn soak of %d Services for %s in windows of %s instead of %d for %s in windows of %s",
+			c.Services, c.Duration, c.Window, wantSoak.Services, wantSoak.Duration, wantSoak.Window))
+	}
+	if len(reduced) > 0 {
+		return name + ", changed (" + strings.Join(reduced, "; ") + ")"
+	}
+	return name
 }
 
 var (
@@ -130,8 +149,15 @@ const outageBound = time.Second
 // and holds kproxy to the acceptance: no failed probe, no outage over a second,
 // nothing lost. Upstream is measured the same way and only reported.
 func runEach(t *testing.T, timeout time.Duration, scenario func(ctx context.Context, w *World, p bench.Proxy, mode string) (Result, error)) {
+	runEachIn(t, bench.Modes, timeout, scenario, nil)
+}
+
+// runEachIn is runEach in modes, in that order; accept, when set, holds kproxy's
+// completed result to the scenario's own bounds too.
+func runEachIn(t *testing.T, modes []string, timeout time.Duration, scenario func(ctx context.Context, w *World, p bench.Proxy, mode string) (Result, error),
+	accept func(t *testing.T, res Result)) {
 	w, proxies := setup(t)
-	for _, mode := range bench.Modes {
+	for _, mode := range modes {
 		for _, p := range proxies {
 			t.Run(mode+"/"+p.Name, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -169,6 +195,9 @@ func runEach(t *testing.T, timeout time.Duration, scenario func(ctx context.Cont
 					// Each stream is scheduled at 20/s; less means this process was
 					// starved (the pause is in the notes), not that the proxy did wrong.
 					t.Logf("a stream ran at %.1f probes/s (scheduled at %.0f/s): the prober was starved", r, float64(time.Second)/float64(ProbeInterval))
+				}
+				if accept != nil {
+					accept(t, res)
 				}
 			})
 		}

@@ -23,6 +23,7 @@ type Result struct {
 	Lost      string  // empty: nothing lost
 	Notes     string
 	Err       string `json:",omitempty"` // the run could not complete
+	Soak      *Soak  `json:",omitempty"` // scenario 4's windows and verdicts
 }
 
 // Sent, Failed, LongestOutage and Recovery sum up the streams.
@@ -148,7 +149,80 @@ func (rp *Report) Markdown() string {
 			r.Scenario, r.Proxy, r.Mode, r.Sent(), r.Failed(), r.Stalled(), outage, fmtDur(r.Recovery()),
 			bench.FmtMiB(r.RSSBefore), bench.FmtMiB(r.RSSAfter), lost, notes)
 	}
+	rp.soakMarkdown(&b)
 	return b.String()
+}
+
+// soakMarkdown renders scenario 4's windows and verdicts, when it ran.
+func (rp *Report) soakMarkdown(b *strings.Builder) {
+	var soaks []Result
+	for _, r := range rp.Results {
+		if r.Soak != nil {
+			soaks = append(soaks, r)
+		}
+	}
+	if len(soaks) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Scenario 4, churn soak\n\n"+
+		"Changes are made at a steady rate (changes/s: made, of asked), one per tick of a ticker: a measured one (a churn Service's only endpoint replaced by another pod; its latency runs from the update returning "+
+		"to the first probe through the ClusterIP answered by the new pod, probed every %s, capped at %s) whenever the previous measured change was seen, "+
+		"otherwise one to a Service without real backends (every %dth moves its port between 80 and 81, the others flip an endpoint's readiness). "+
+		"RSS (VmRSS) and goroutines (go_goroutines on the metrics port) are read every %s. "+
+		"Verdicts: RSS after the soak within %.0f%% of RSS after the first minute, each the median of a minute's readings (the first minute's, the last minute's: "+
+		"RSS is a sawtooth with the GC cycle, and a single reading lands anywhere on it); goroutines flat: at most %d more at the end than after the first minute; "+
+		"p99 stable: no window's p99 over %d× the lowest window's plus %s (a window with fewer than %d measured changes has its slowest change as p99: marked \"few\", and kproxy is not held to it).\n\n",
+		soakPoll, fmtDur(bench.DefaultChangeBound), portEvery, soakSample, 100*rssGrowthBound, goroutineSlack, p99Factor, fmtDur(p99Floor), p99Samples)
+	b.WriteString("| proxy | mode | Services | changes/s | RSS first minute → last minute (min–max) | goroutines after 1 min → after (min–max) | p99 per window | RSS | goroutines | p99 |\n")
+	b.WriteString("| --- | --- | ---: | ---: | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range soaks {
+		s := r.Soak
+		rssOK, gOK, p99OK := s.Verdicts()
+		fmt.Fprintf(b, "| %s | %s | %d | %.1f of %d | %s → %s (%+.1f%%; %.0f–%.0f) | %d → %d (%+d; %d–%d) | %s | %s | %s | %s |\n",
+			r.Proxy, r.Mode, s.Services, s.Rate, s.Target, bench.FmtMiB(s.RSSFirstMinute), bench.FmtMiB(s.RSSEnd), 100*s.RSSGrowth(), s.RSSMin, s.RSSMax,
+			s.GoroutinesFirstMinute, s.GoroutinesEnd, s.GoroutineGrowth(), s.GoroutinesMin, s.GoroutinesMax, p99Line(s),
+			mark(rssOK, "within 10%", "grew over 10%"), mark(gOK, "flat", "grew"), p99Verdict(s, p99OK))
+	}
+	b.WriteString("\nPer window (latencies of the measured changes written in the window; RSS and goroutines read at its end):\n\n")
+	b.WriteString("| proxy | mode | window | changes | measured | p50 | p99 | max | capped | RSS | goroutines |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range soaks {
+		s := r.Soak
+		for _, w := range s.Windows {
+			fmt.Fprintf(b, "| %s | %s | %s–%s | %d | %d | %s | %s | %s | %d | %s | %d |\n",
+				r.Proxy, r.Mode, fmtMinutes(w.End-s.Window), fmtMinutes(w.End), w.Changes, w.Measured,
+				fmtDur(w.P50), fmtDur(w.P99), fmtDur(w.Max), w.Capped, bench.FmtMiB(w.RSS), w.Goroutines)
+		}
+	}
+}
+
+// mark is good when ok, else bad in bold.
+func mark(ok bool, good, bad string) string {
+	if ok {
+		return good
+	}
+	return "**" + bad + "**"
+}
+
+// p99Verdict is the p99 column of a soak: stable or not, and "few" when a window's p99
+// is its slowest change (Soak.P99Percentile).
+func p99Verdict(s *Soak, ok bool) string {
+	v := mark(ok, "stable", "not stable")
+	if !s.P99Percentile() {
+		v += fmt.Sprintf(" (few: under %d a window)", p99Samples)
+	}
+	return v
+}
+
+// fmtMinutes prints a soak's offset: "0", "30s", "5m", "2m30s".
+func fmtMinutes(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
 }
 
 func fmtDur(d time.Duration) string {

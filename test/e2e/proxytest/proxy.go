@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +153,28 @@ func (p *Proxy) Get(ctx context.Context, url string) (int, string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	return resp.StatusCode, string(body), err
+}
+
+// Metric reads the value of sample key (a metric's name, with its labels as /metrics
+// prints them, e.g. go_goroutines) from the proxy's /metrics.
+func (p *Proxy) Metric(ctx context.Context, key string) (float64, error) {
+	code, body, err := p.Get(ctx, MetricsURL)
+	if err != nil {
+		return 0, fmt.Errorf("GET /metrics: %w", err)
+	}
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: %d", code)
+	}
+	for line := range strings.Lines(body) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), key+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return 0, fmt.Errorf("/metrics: %s: %w", key, err)
+			}
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("/metrics has no %s", key)
 }
 
 // HealthzURL and MetricsURL are the default servers' addresses inside node1.
