@@ -149,13 +149,14 @@ const outageBound = time.Second
 // and holds kproxy to the acceptance: no failed probe, no outage over a second,
 // nothing lost. Upstream is measured the same way and only reported.
 func runEach(t *testing.T, timeout time.Duration, scenario func(ctx context.Context, w *World, p bench.Proxy, mode string) (Result, error)) {
-	runEachIn(t, bench.Modes, timeout, scenario, nil)
+	runEachIn(t, bench.Modes, timeout, scenario, 0, nil)
 }
 
-// runEachIn is runEach in modes, in that order; accept, when set, holds kproxy's
-// completed result to the scenario's own bounds too.
+// runEachIn is runEach in modes, in that order. lossBound is the share of kproxy's
+// probes that may fail, as long as no outage is over outageBound (0: none may);
+// accept, when set, holds kproxy's completed result to the scenario's own bounds too.
 func runEachIn(t *testing.T, modes []string, timeout time.Duration, scenario func(ctx context.Context, w *World, p bench.Proxy, mode string) (Result, error),
-	accept func(t *testing.T, res Result)) {
+	lossBound float64, accept func(t *testing.T, res Result)) {
 	w, proxies := setup(t)
 	for _, mode := range modes {
 		for _, p := range proxies {
@@ -187,7 +188,12 @@ func runEachIn(t *testing.T, modes []string, timeout time.Duration, scenario fun
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Failed() > 0 || out > outageBound || res.Lost != "" {
+				lossOK := res.Failed() == 0 || float64(res.Failed()) <= lossBound*float64(res.Sent())
+				if res.Failed() > 0 && lossOK && out <= outageBound {
+					t.Logf("kproxy (%s mode): %d of %d probes failed, none in an outage over %s: within the scenario's %.2f%%",
+						mode, res.Failed(), res.Sent(), outageBound, 100*lossBound)
+				}
+				if !lossOK || out > outageBound || res.Lost != "" {
 					t.Errorf("kproxy (%s mode): %d failed probes, longest outage %s (%s), lost %q; want none, at most %s, nothing",
 						mode, res.Failed(), out, stream, res.Lost, outageBound)
 				}

@@ -20,6 +20,15 @@ var (
 	shortSoak = SoakConfig{Services: shortServices, Duration: 2 * time.Minute, Window: 30 * time.Second, Rate: 50}
 )
 
+// soakLossBound is the share of kproxy's probes that may fail during the soak, each
+// outage at most outageBound: the scenario 4 asks for stable memory,
+// goroutines and latency under churn, not for no failed probe (scenarios 1 and 3
+// do), and under churn in iptables mode both proxies lose a lone probe now and then
+// (kproxy 1 of about 14,600 in each of two short runs, upstream up to 15 of about
+// 13,000 in the reduced full one: docs/reliability.md, Results), whose cause is not
+// known yet. Above it, or an outage over a second, fails the run.
+const soakLossBound = 0.001
+
 // iptablesSoakServices caps the soak's Services in iptables mode: iptables-nft 1.8.9
 // takes minutes to restore a few thousand Services, and did not finish 10,000 within
 // 10 minutes (docs/iptables.md), for upstream's restores and kproxy's full ones alike;
@@ -66,7 +75,7 @@ func TestChurnSoak(t *testing.T) {
 	timeout := c.Duration + 15*time.Minute
 	runEachIn(t, modes, timeout, func(ctx context.Context, w *World, p bench.Proxy, mode string) (Result, error) {
 		return RunChurnSoak(ctx, w, p, mode, soakIn(c, mode))
-	}, func(t *testing.T, res Result) {
+	}, soakLossBound, func(t *testing.T, res Result) {
 		s := res.Soak
 		rssOK, gOK, p99OK := s.Verdicts()
 		lo, hi := s.P99Range()
