@@ -135,7 +135,6 @@ func (i *Informer) Run(ctx context.Context) error {
 		ResyncPeriod:    i.resync,
 		Backoff:         &i.backoff,
 	})
-	reflector.ShouldResync = func() bool { return i.resync > 0 }
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {

@@ -26,7 +26,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Conn is the system calls of one netlink socket (nftnetlink.Conn).
+// Conn is the system calls of one netlink socket: the same method set as
+// nftnetlink.Conn, which nftnetlink's values satisfy. It is declared again, not
+// imported, because nftnetlink's own in-package tests import this package.
 type Conn interface {
 	SendmsgBuffers(bufs [][]byte) error
 	Recvfrom(buf []byte, flags int) (int, error)
