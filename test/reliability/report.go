@@ -168,12 +168,13 @@ func (rp *Report) soakMarkdown(b *strings.Builder) {
 		"Changes are made at a steady rate (changes/s: made, of asked), one per tick of a ticker: a measured one (a churn Service's only endpoint replaced by another pod; its latency runs from the update returning "+
 		"to the first probe through the ClusterIP answered by the new pod, probed every %s, capped at %s) whenever the previous measured change was seen, "+
 		"otherwise one to a Service without real backends (every %dth moves its port between 80 and 81, the others flip an endpoint's readiness). "+
-		"RSS (VmRSS) and goroutines (go_goroutines on the metrics port) are read every %s. "+
-		"Verdicts: RSS after the soak within %.0f%% of RSS after the first minute, each the median of a minute's readings (the first minute's, the last minute's: "+
-		"RSS is a sawtooth with the GC cycle, and a single reading lands anywhere on it); goroutines flat: at most %d more at the end than after the first minute; "+
+		"RSS (VmRSS) is read every %s, goroutines (go_goroutines on the metrics port) every %s. "+
+		"Verdicts: RSS after the soak within %.0f%% of RSS after the first minute, each the peak of a minute's readings (the first minute's, the last minute's: "+
+		"RSS is a sawtooth with the GC cycle, whose peak is where the GC's goal puts the heap and follows the live heap, while a single reading lands anywhere on it); "+
+		"goroutines flat: at most %d more at the end than after the first minute; "+
 		"p99 stable: no window's p99 over %d× the lowest window's plus %s (a window with fewer than %d measured changes has its slowest change as p99: marked \"few\", and kproxy is not held to it).\n\n",
-		soakPoll, fmtDur(bench.DefaultChangeBound), portEvery, soakSample, 100*rssGrowthBound, goroutineSlack, p99Factor, fmtDur(p99Floor), p99Samples)
-	b.WriteString("| proxy | mode | Services | changes/s | RSS first minute → last minute (min–max) | goroutines after 1 min → after (min–max) | p99 per window | RSS | goroutines | p99 |\n")
+		soakPoll, fmtDur(bench.DefaultChangeBound), portEvery, rssSample, soakSample, 100*rssGrowthBound, goroutineSlack, p99Factor, fmtDur(p99Floor), p99Samples)
+	b.WriteString("| proxy | mode | Services | changes/s | peak RSS first minute → last minute (min–max) | goroutines after 1 min → after (min–max) | p99 per window | RSS | goroutines | p99 |\n")
 	b.WriteString("| --- | --- | ---: | ---: | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range soaks {
 		s := r.Soak
@@ -183,8 +184,8 @@ func (rp *Report) soakMarkdown(b *strings.Builder) {
 			s.GoroutinesFirstMinute, s.GoroutinesEnd, s.GoroutineGrowth(), s.GoroutinesMin, s.GoroutinesMax, p99Line(s),
 			mark(rssOK, "within 10%", "grew over 10%"), mark(gOK, "flat", "grew"), p99Verdict(s, p99OK))
 	}
-	b.WriteString("\nPer window (latencies of the measured changes written in the window; RSS and goroutines read at its end):\n\n")
-	b.WriteString("| proxy | mode | window | changes | measured | p50 | p99 | max | capped | RSS | goroutines |\n")
+	b.WriteString("\nPer window (latencies of the measured changes written in the window; RSS its peak, goroutines read at its end):\n\n")
+	b.WriteString("| proxy | mode | window | changes | measured | p50 | p99 | max | capped | peak RSS | goroutines |\n")
 	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range soaks {
 		s := r.Soak

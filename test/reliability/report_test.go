@@ -9,23 +9,30 @@ import (
 )
 
 // TestSummariseSoak cuts a soak of 2 minutes into windows of 30 s: changes and
-// latencies fall in the window they were written in, RSS and goroutines are the
-// readings at each window's end, RSS compared as the medians of the first and the
-// last minute's readings.
+// latencies fall in the window they were written in, goroutines are the readings at
+// each window's end, RSS the peak of the window's readings, and RSS is compared as
+// the peaks of the first and the last minute's readings.
 func TestSummariseSoak(t *testing.T) {
 	cfg := SoakConfig{Services: 100, Duration: 2 * time.Minute, Window: 30 * time.Second, Rate: 50}
 	start := time.Unix(1000, 0)
 	var readings []soakReading
 	for k := 1; k <= 12; k++ { // one every soakSample
-		readings = append(readings, soakReading{rss: 60 + float64(k)/2, goroutines: 70 + k%2, changes: int64(500 * k)})
+		readings = append(readings, soakReading{goroutines: 70 + k%2, changes: int64(500 * k)})
 	}
+	// RSS read every second: a sawtooth of 20 s from 50 to 69.5 MiB whose base
+	// rises by 1 MiB a minute, and one low reading at the very end.
+	var rss []float64
+	for k := 1; k <= 120; k++ {
+		rss = append(rss, 50+float64(k%20)+float64(k/60))
+	}
+	rss[119] = 40
 	var measured []bench.Change
 	for i := range 240 { // one every half second, latency growing with the window
 		written := start.Add(time.Duration(i) * 500 * time.Millisecond)
 		lat := time.Second + time.Duration(i/60)*100*time.Millisecond
 		measured = append(measured, bench.Change{Written: written, Answered: written.Add(lat)})
 	}
-	s := summariseSoak(cfg, measured, readings, start)
+	s := summariseSoak(cfg, measured, readings, rss, start)
 	if len(s.Windows) != 4 {
 		t.Fatalf("%d windows, want 4: %+v", len(s.Windows), s.Windows)
 	}
@@ -34,19 +41,23 @@ func TestSummariseSoak(t *testing.T) {
 		if w.End != time.Duration(i+1)*30*time.Second || w.Changes != 1500 || w.Measured != 60 || w.P99 != want || w.P50 != want {
 			t.Errorf("window %d: %+v; want end %s, 1500 changes, 60 measured, p50 = p99 = %s", i, w, time.Duration(i+1)*30*time.Second, want)
 		}
-		if rd := readings[3*i+2]; w.RSS != rd.rss || w.Goroutines != rd.goroutines {
-			t.Errorf("window %d: RSS %v, goroutines %d; want the reading at its end %+v", i, w.RSS, w.Goroutines, rd)
+		if rd := readings[3*i+2]; w.Goroutines != rd.goroutines {
+			t.Errorf("window %d: goroutines %d; want the reading at its end %+v", i, w.Goroutines, rd)
+		}
+		if wantRSS := []float64{69, 69, 70, 70}[i]; w.RSS != wantRSS {
+			t.Errorf("window %d: RSS %v, want its peak %v", i, w.RSS, wantRSS)
 		}
 	}
-	if s.RSSFirstMinute != 61.75 || s.RSSEnd != 64.75 || s.RSSMin != 60.5 || s.RSSMax != 66 || s.GoroutinesFirstMinute != 70 || s.GoroutinesEnd != 70 || s.GoroutinesMin != 70 || s.GoroutinesMax != 71 {
+	if s.RSSFirstMinute != 69 || s.RSSEnd != 70 || s.RSSMin != 40 || s.RSSMax != 70 || len(s.RSSReadings) != 120 ||
+		s.GoroutinesFirstMinute != 70 || s.GoroutinesEnd != 70 || s.GoroutinesMin != 70 || s.GoroutinesMax != 71 {
 		t.Errorf("reference and end: %+v", s)
 	}
 	if rssOK, gOK, p99OK := s.Verdicts(); !rssOK || !gOK || !p99OK {
-		t.Errorf("RSS within 10%% %v (medians 61.75 → 64.75 MiB), goroutines flat %v (70 → 70), p99 stable %v (1.0 to 1.3 s); want all", rssOK, gOK, p99OK)
+		t.Errorf("RSS within 10%% %v (peaks 69 → 70 MiB), goroutines flat %v (70 → 70), p99 stable %v (1.0 to 1.3 s); want all", rssOK, gOK, p99OK)
 	}
-	s.RSSEnd, s.GoroutinesEnd = 68, 81
+	s.RSSEnd, s.GoroutinesEnd = 76, 81
 	if rssOK, gOK, _ := s.Verdicts(); rssOK || gOK {
-		t.Errorf("RSS 61.75 → 68 MiB within 10%%: %v; goroutines 70 → 81 flat: %v; want neither", rssOK, gOK)
+		t.Errorf("RSS 69 → 76 MiB within 10%%: %v; goroutines 70 → 81 flat: %v; want neither", rssOK, gOK)
 	}
 	if s.P99Percentile() {
 		t.Errorf("60 changes a window counted as enough for a p99")

@@ -23,9 +23,19 @@ type SoakConfig struct {
 
 // Soak pacing and sampling.
 const (
-	// soakSample is how often the proxy's RSS and goroutines are read; windows and
-	// the first minute are multiples of it.
+	// soakSample is how often the proxy's goroutines are read; windows and the
+	// first minute are multiples of it.
 	soakSample = 10 * time.Second
+	// rssSample is how often the proxy's RSS is read (from /proc, cheap). A Go
+	// process's RSS is a sawtooth: the heap grows to the GC's goal, is collected,
+	// and the scavenger returns pages slowly. kproxy's at 10,000 Services in
+	// nftables mode rose and fell by 40 MiB (150 to 195 MiB) in a cycle of about
+	// 40 s (a collection every 10 to 12 s, the drift check's lower GC target every
+	// 30 to 40 s), so readings every 10 s alias with the cycle: their medians over a
+	// minute moved by 20% between minutes while the live heap after each
+	// collection stayed within 72 to 82 MB (GODEBUG=gctrace=1, 2026-12-07). Read
+	// every second, every minute holds at least one peak.
+	rssSample = time.Second
 	// soakReference is when the reference RSS and goroutines are read: the issue
 	// compares the RSS after the soak with the RSS after its first minute.
 	soakReference = time.Minute
@@ -77,7 +87,7 @@ type SoakWindow struct {
 	Capped   int           // of them, not seen within bench.DefaultChangeBound
 	// P50, P99 and Max of the measured changes' latency (bench.Change.Latency).
 	P50, P99, Max time.Duration
-	RSS           float64 // MiB, at the window's end
+	RSS           float64 // MiB, the peak of the window's readings
 	Goroutines    int     // go_goroutines at the window's end; -1 when unread
 }
 
@@ -89,16 +99,18 @@ type Soak struct {
 	Rate             float64 // made per second
 	Skipped          int     // ticks skipped because a writer was writerBacklog changes behind
 	Windows          []SoakWindow
-	// The reference (after the first minute) and the end. RSS is the median of a
-	// minute's readings (the first minute's; the last minute's): a Go process's RSS
-	// is a sawtooth with the GC cycle and the scavenger, and a single reading lands
-	// anywhere on it (kproxy in iptables mode read 87, 117, 97, 95, 91 and 124 MiB at
-	// the ends of six one-minute windows). Goroutines are single readings.
+	// The reference (after the first minute) and the end. RSS is the peak of a
+	// minute's readings, one every rssSample (the first minute's; the last
+	// minute's): the sawtooth's peak is where the GC's goal puts the heap, twice
+	// what was live at the last collection, so it follows the live heap (a leak
+	// raises it), while a single reading, or the median of a few, lands anywhere
+	// on the sawtooth (see rssSample). Goroutines are single readings.
 	RSSFirstMinute, RSSEnd               float64
 	RSSMin, RSSMax                       float64 // of every reading
 	GoroutinesFirstMinute, GoroutinesEnd int
 	GoroutinesMin, GoroutinesMax         int
-	// RSSReadings and GoroutineReadings are every reading, one per soakSample.
+	// RSSReadings are every RSS reading (MiB), one per rssSample;
+	// GoroutineReadings one per soakSample.
 	RSSReadings       []float64
 	GoroutineReadings []int
 }
@@ -160,7 +172,8 @@ func (s *Soak) Verdicts() (rssOK, goroutinesOK, p99OK bool) {
 // returning to the new endpoint answering through the ClusterIP); every tick that
 // finds it busy goes to soakWriters writers, which change the other Services that
 // have no real backends (every fifth change moves a port, the others flip an
-// endpoint's readiness). The proxy's RSS and goroutines are read every soakSample.
+// endpoint's readiness). The proxy's RSS is read every rssSample, its goroutines
+// every soakSample.
 func RunChurnSoak(ctx context.Context, w *World, p bench.Proxy, mode string, cfg SoakConfig) (Result, error) {
 	res := Result{
 		Scenario: fmt.Sprintf("4. churn soak, %d Services, %d changes/s for %s", cfg.Services, cfg.Rate, cfg.Duration),
@@ -173,16 +186,16 @@ func RunChurnSoak(ctx context.Context, w *World, p bench.Proxy, mode string, cfg
 			return "", err
 		}
 		rssOK, gOK, p99OK := s.Verdicts()
-		return fmt.Sprintf("%.1f changes/s (%d ticks skipped by busy writers); RSS in the first minute %s, in the last %s (medians, %+.1f%%); goroutines %d → %d; p99 per window %s; verdict: %s",
+		return fmt.Sprintf("%.1f changes/s (%d ticks skipped by busy writers); RSS in the first minute %s, in the last %s (peaks, %+.1f%%); goroutines %d → %d; p99 per window %s; verdict: %s",
 			s.Rate, s.Skipped, bench.FmtMiB(s.RSSFirstMinute), bench.FmtMiB(s.RSSEnd), 100*s.RSSGrowth(), s.GoroutinesFirstMinute, s.GoroutinesEnd,
 			p99Line(s), verdictLine(s, rssOK, gOK, p99OK)), err
 	})
 	return res, err
 }
 
-// soakReading is one reading of the proxy during a soak.
+// soakReading is one reading of the proxy's goroutines and the changes made so far,
+// every soakSample.
 type soakReading struct {
-	rss        float64
 	goroutines int
 	changes    int64
 }
@@ -210,6 +223,7 @@ func soak(ctx context.Context, r *scenarioRun, cfg SoakConfig) (*Soak, error) {
 	// Each appended to by one goroutine only, and read once they have ended.
 	var measured []bench.Change
 	readings := make([]soakReading, 0, cfg.Duration/soakSample)
+	rssReadings := make([]float64, 0, cfg.Duration/rssSample)
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 
@@ -306,20 +320,34 @@ func soak(ctx context.Context, r *scenarioRun, cfg SoakConfig) (*Soak, error) {
 			if err != nil {
 				n = -1 // reported as unread; the soak goes on
 			}
-			readings = append(readings, soakReading{rss: rss(r.px), goroutines: int(n), changes: changes.Load()})
+			readings = append(readings, soakReading{goroutines: int(n), changes: changes.Load()})
+		}
+		return nil
+	})
+	g.Go(func() error {
+		tick := time.NewTicker(rssSample)
+		defer tick.Stop()
+		for range cap(rssReadings) {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-tick.C:
+			}
+			rssReadings = append(rssReadings, rss(r.px))
 		}
 		return nil
 	})
 	err := g.Wait()
 	elapsed := time.Since(start)
-	s := summariseSoak(cfg, measured, readings, start)
+	s := summariseSoak(cfg, measured, readings, rssReadings, start)
 	s.Rate = float64(changes.Load()) / elapsed.Seconds()
 	s.Skipped = int(skipped.Load())
 	if err != nil {
 		return s, err
 	}
-	if len(readings) < cap(readings) {
-		return s, fmt.Errorf("the soak ended with %d of %d readings of the proxy", len(readings), cap(readings))
+	if len(readings) < cap(readings) || len(rssReadings) < cap(rssReadings) {
+		return s, fmt.Errorf("the soak ended with %d of %d readings of the proxy's goroutines and %d of %d of its RSS",
+			len(readings), cap(readings), len(rssReadings), cap(rssReadings))
 	}
 	return s, nil
 }
@@ -350,8 +378,9 @@ func changeOther(ctx context.Context, ld *bench.Loader, s *bench.Svc, port bool)
 	return nil
 }
 
-// summariseSoak cuts the measured changes and the readings into windows.
-func summariseSoak(cfg SoakConfig, measured []bench.Change, readings []soakReading, start time.Time) *Soak {
+// summariseSoak cuts the measured changes and the readings into windows: readings
+// one every soakSample, rssReadings one every rssSample.
+func summariseSoak(cfg SoakConfig, measured []bench.Change, readings []soakReading, rssReadings []float64, start time.Time) *Soak {
 	s := &Soak{Services: cfg.Services, Duration: cfg.Duration, Window: cfg.Window, Target: cfg.Rate,
 		GoroutinesFirstMinute: -1, GoroutinesEnd: -1, GoroutinesMin: -1, GoroutinesMax: -1}
 	per := int(cfg.Window / soakSample)
@@ -364,7 +393,8 @@ func summariseSoak(cfg SoakConfig, measured []bench.Change, readings []soakReadi
 	var prev int64
 	for end := per; end <= len(readings); end += per {
 		rd, _ := at(end)
-		w := SoakWindow{End: time.Duration(end) * soakSample, Changes: int(rd.changes - prev), RSS: rd.rss, Goroutines: rd.goroutines}
+		w := SoakWindow{End: time.Duration(end) * soakSample, Changes: int(rd.changes - prev), Goroutines: rd.goroutines}
+		w.RSS = peak(rssReadings, w.End-cfg.Window, w.End)
 		prev = rd.changes
 		from := start.Add(w.End - cfg.Window)
 		var lats []float64
@@ -385,13 +415,13 @@ func summariseSoak(cfg SoakConfig, measured []bench.Change, readings []soakReadi
 	}
 	minute := int(soakReference / soakSample)
 	for _, rd := range readings {
-		s.RSSReadings = append(s.RSSReadings, rd.rss)
 		s.GoroutineReadings = append(s.GoroutineReadings, rd.goroutines)
 	}
-	if len(readings) >= minute {
-		s.RSSFirstMinute = bench.Median(s.RSSReadings[:minute])
-		s.RSSEnd = bench.Median(s.RSSReadings[len(readings)-minute:])
-		s.RSSMin, s.RSSMax = bench.MinMax(s.RSSReadings)
+	s.RSSReadings = rssReadings
+	if read := time.Duration(len(rssReadings)) * rssSample; read >= soakReference {
+		s.RSSFirstMinute = peak(rssReadings, 0, soakReference)
+		s.RSSEnd = peak(rssReadings, read-soakReference, read)
+		s.RSSMin, s.RSSMax = bench.MinMax(rssReadings)
 	}
 	if rd, ok := at(minute); ok {
 		s.GoroutinesFirstMinute = rd.goroutines
@@ -409,6 +439,16 @@ func summariseSoak(cfg SoakConfig, measured []bench.Change, readings []soakReadi
 		s.GoroutinesMax = max(s.GoroutinesMax, n)
 	}
 	return s
+}
+
+// peak is the highest of the RSS readings taken in (from, to] after the start (the
+// k-th reading, from 1, is taken k rssSamples in); 0 when there is none.
+func peak(rss []float64, from, to time.Duration) float64 {
+	lo, hi := int(from/rssSample), min(int(to/rssSample), len(rss))
+	if lo >= hi {
+		return 0
+	}
+	return slices.Max(rss[lo:hi])
 }
 
 func p99Line(s *Soak) string {
