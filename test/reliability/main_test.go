@@ -168,7 +168,8 @@ func runEachIn(t *testing.T, modes []string, timeout time.Duration, scenario fun
 					res.Err = err.Error()
 				}
 				if len(res.Streams) > 0 {
-					res.Notes += fmt.Sprintf("; slowest stream %.1f probes/s, longest pause in sending %s", res.MinRate(), fmtDur(res.MaxGap()))
+					res.Notes += fmt.Sprintf("; slowest stream %.1f probes/s, longest pause in sending %s; the prober froze %d times, longest %s",
+						res.MinRate(), fmtDur(res.MaxGap()), res.Freezes, fmtDur(res.LongestFreeze))
 				}
 				report.Add(res)
 				out, stream := res.LongestOutage()

@@ -34,6 +34,11 @@ type Sample struct {
 	Sent    time.Time
 	Outcome lab.Outcome
 	Elapsed time.Duration
+	// Frozen: this process was frozen (see freeze) from before the probe's timeout
+	// fell due until it reported the timeout.
+	Frozen bool
+	// started and done are when the probe began and returned (Sent is its tick).
+	started, done time.Time
 }
 
 // stallSlack: a probe that timed out more than this after its timeout was not running
@@ -44,7 +49,39 @@ const stallSlack = 500 * time.Millisecond
 
 // Stalled reports whether the probe timed out while the prober itself was frozen.
 func (x Sample) Stalled() bool {
-	return x.Outcome == lab.TimedOut && x.Elapsed > ProbeTimeout+stallSlack
+	return x.Outcome == lab.TimedOut && (x.Frozen || x.Elapsed > ProbeTimeout+stallSlack)
+}
+
+// The heartbeat: a goroutine of the prober's process that wakes every heartbeatTick
+// and records every time it woke more than freezeThreshold late as a freeze of the
+// process (every goroutine waits while the process gets no CPU: on a 2-core machine
+// loaded by the lab's API server, the proxy's restores and the kernel's commits of
+// them, the probing goroutines were seen sending nothing for 1.15 s). A probe whose
+// timeout fell due within a freeze and was reported when it ended says nothing
+// about the proxy: its answer may have been waiting in the socket (Go fires the
+// deadline and the read's readiness together on resuming), and is counted as
+// stalled.
+const (
+	heartbeatTick   = 10 * time.Millisecond
+	freezeThreshold = 200 * time.Millisecond
+	// freezeSlack: a timeout reported this long after a freeze ended still counts
+	// as reported at its end (the goroutines run one after another on waking).
+	freezeSlack = 50 * time.Millisecond
+)
+
+// freeze is a span in which the heartbeat did not run.
+type freeze struct{ from, to time.Time }
+
+// frozenAt reports whether a probe that started at start and reported a timeout at
+// done was frozen from before its timeout fell due until done.
+func frozenAt(freezes []freeze, start, done time.Time) bool {
+	due := start.Add(ProbeTimeout)
+	for _, f := range freezes {
+		if !f.from.After(due) && !done.After(f.to.Add(freezeSlack)) && !done.Before(f.from) {
+			return true
+		}
+	}
+	return false
 }
 
 // Runner sends every target's probe each ProbeInterval, each probe in its own
@@ -55,6 +92,7 @@ type Runner struct {
 	mu      sync.Mutex
 	samples [][]Sample // per target
 	events  []time.Time
+	freezes []freeze // the heartbeat's
 
 	cancel context.CancelFunc
 	g      *errgroup.Group
@@ -68,7 +106,46 @@ func StartProbes(ctx context.Context, targets []Target) *Runner {
 	for i, t := range targets {
 		g.Go(func() error { return r.stream(ctx, g, i, t) })
 	}
+	g.Go(func() error { r.heartbeat(ctx); return nil })
 	return r
+}
+
+// heartbeat records the process's freezes until ctx ends.
+func (r *Runner) heartbeat(ctx context.Context) {
+	timer := time.NewTimer(heartbeatTick)
+	defer timer.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		now := time.Now()
+		if f, ok := lateWake(last, now); ok {
+			r.mu.Lock()
+			r.freezes = append(r.freezes, f)
+			r.mu.Unlock()
+		}
+		last = now
+		timer.Reset(heartbeatTick)
+	}
+}
+
+// lateWake is the freeze seen by a heartbeat that last ran at last and, having slept
+// heartbeatTick, runs again at now; ok when it woke more than freezeThreshold late.
+func lateWake(last, now time.Time) (f freeze, ok bool) {
+	return freeze{from: last, to: now}, now.Sub(last) > heartbeatTick+freezeThreshold
+}
+
+// Freezes is how often this process was frozen while probing, and the longest.
+func (r *Runner) Freezes() (n int, longest time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.freezes {
+		longest = max(longest, f.to.Sub(f.from))
+	}
+	return len(r.freezes), longest
 }
 
 func (r *Runner) stream(ctx context.Context, g *errgroup.Group, i int, t Target) error {
@@ -84,9 +161,11 @@ func (r *Runner) stream(ctx context.Context, g *errgroup.Group, i int, t Target)
 				p.Timeout = ProbeTimeout
 				// Not ctx: a probe in flight when the runner stops finishes with its own
 				// bound, so Stop never turns an answer into a failure.
+				start := time.Now()
 				res := t.From.ProbeWith(context.WithoutCancel(ctx), p)
+				done := time.Now()
 				r.mu.Lock()
-				r.samples[i] = append(r.samples[i], Sample{Sent: sent, Outcome: res.Outcome, Elapsed: res.Elapsed})
+				r.samples[i] = append(r.samples[i], Sample{Sent: sent, Outcome: res.Outcome, Elapsed: res.Elapsed, started: start, done: done})
 				r.mu.Unlock()
 				return nil
 			})
@@ -113,6 +192,11 @@ func (r *Runner) Stop() ([]StreamStats, error) {
 	defer r.mu.Unlock()
 	out := make([]StreamStats, len(r.targets))
 	for i, t := range r.targets {
+		for k := range r.samples[i] {
+			if x := &r.samples[i][k]; x.Outcome == lab.TimedOut {
+				x.Frozen = frozenAt(r.freezes, x.started, x.done)
+			}
+		}
 		out[i] = Summarise(t.Name, r.samples[i], r.events)
 	}
 	return out, nil

@@ -21,9 +21,13 @@ type Result struct {
 	RSSBefore float64 // MiB, once the first proxy instance has synced
 	RSSAfter  float64 // MiB, at the end (the last instance)
 	Lost      string  // empty: nothing lost
-	Notes     string
-	Err       string `json:",omitempty"` // the run could not complete
-	Soak      *Soak  `json:",omitempty"` // scenario 4's windows and verdicts
+	// Freezes is how often the prober's process was frozen (Runner.Freezes), and
+	// LongestFreeze the longest.
+	Freezes       int
+	LongestFreeze time.Duration
+	Notes         string
+	Err           string `json:",omitempty"` // the run could not complete
+	Soak          *Soak  `json:",omitempty"` // scenario 4's windows and verdicts
 }
 
 // Sent, Failed, LongestOutage and Recovery sum up the streams.
@@ -126,9 +130,9 @@ func (rp *Report) Markdown() string {
 	fmt.Fprintf(&b, "Six probe streams per run (ClusterIP from a pod on node1 and from node1, NodePort from the external client; TCP and UDP), "+
 		"one probe every %s per stream; a probe fails when nothing answered within %s. An outage is the span from a stream's first failed probe to its next answer; "+
 		"the time to recover is the longest from a disruption (a signal, a batch of odd objects) to the first answer after the failures it caused. "+
-		"Stalled: probes that timed out more than %s after their timeout, while the prober itself was frozen (the machine is shared): not counted as failed. "+
+		"Stalled: probes that timed out while the prober itself was frozen (the machine is shared): reported more than %s after their timeout, or due within a freeze of the prober's process (a heartbeat woken every %s ran more than %s late) and reported at its end; not counted as failed. "+
 		"Lost: whether, after the scenario, a probe target or one of 20 sampled Services stopped answering or the kernel held fewer Service rules than before.\n\n",
-		ProbeInterval, ProbeTimeout, stallSlack)
+		ProbeInterval, ProbeTimeout, stallSlack, heartbeatTick, freezeThreshold)
 	b.WriteString("| scenario | proxy | mode | probes | failed | stalled | longest outage | time to recover | RSS before | RSS after | lost | notes |\n")
 	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rp.Results {

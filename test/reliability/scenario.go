@@ -59,6 +59,7 @@ func runScenario(ctx context.Context, w *World, p bench.Proxy, mode string, serv
 		return err
 	}
 	res.Streams = stats
+	res.Freezes, res.LongestFreeze = r.runner.Freezes()
 	res.RSSAfter = rss(r.px)
 	res.Notes = notes
 	if done, werr := r.px.Process.Exited(); done {
