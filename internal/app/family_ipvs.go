@@ -56,7 +56,7 @@ func checkIPVS(ctx context.Context, cfg *config.Config) error {
 // newIPVSFamily builds one family's ipvs proxier as upstream's NewProxier: the vs
 // sysctls (and strictARP's), IPVS's timeouts when set, and the proxier over the
 // kernel's IPVS, kube-ipvs0, ipsets and the family's iptables, with graceful
-// termination as its owned part.
+// termination and the periodic drift check as its owned parts.
 func newIPVSFamily(ctx context.Context, p familyParams) (*builtFamily, error) {
 	if p.iptables == nil {
 		return nil, fmt.Errorf("ipvs mode: %s iptables is not usable on this node", p.family)
@@ -102,9 +102,10 @@ func newIPVSFamily(ctx context.Context, p familyParams) (*builtFamily, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	run := func(ctx context.Context, _ func()) error {
+	run := func(ctx context.Context, trigger func()) error {
 		g, ctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return graceful.Run(ctx) })
+		g.Go(func() error { return proxier.RunDriftChecks(ctx, trigger) })
 		return g.Wait()
 	}
 	closeAll := func() {

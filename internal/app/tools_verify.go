@@ -16,7 +16,8 @@ func newVerifyCommand() *cobra.Command {
 		Use:   "verify",
 		Short: "Compare this node's kernel rules with what the proxy last applied, and list every difference",
 		Long: "Compare this node's kernel rules with what the proxy last applied, and list every difference:\n" +
-			"missing, extra or changed tables, chains, rules, sets, maps and elements.\n" +
+			"missing, extra or changed tables, chains, rules, sets, maps and elements, and in ipvs mode\n" +
+			"virtual servers, real servers and kube-ipvs0's addresses.\n" +
 			"The proxy makes the comparison when asked, between two syncs. Exit code 0: no difference;\n" +
 			"2: differences (the proxy repairs them at its next periodic check, within one sync period);\n" +
 			"1: error.",

@@ -16,7 +16,8 @@
 //   - Writing is one `ipset restore -exist` per change: Plan (pure) turns the
 //     desired contents of kproxy's sets and what the kernel holds now into the
 //     smallest script (create the missing sets with upstream's options, delete
-//     stale entries, add missing ones), and Restore runs it. Sets that are not
+//     stale entries, add missing ones), and Restore runs it; Plan is Script of
+//     Diff, which the ipvs mode's drift detection also reads. Sets that are not
 //     desired are not touched by Plan; Destroy removes one.
 //   - A set or entry that is already absent is not an error when destroying
 //     or deleting; errors wrap the tool's exit status and message, and

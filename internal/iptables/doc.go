@@ -29,7 +29,8 @@
 //   - ParseSave is kproxy's one reader of iptables-save output (tables, chain
 //     declarations, rules split into arguments as iptables-restore splits them);
 //     ChainsInSave and the iptables packet tracer (internal/trace/ipttrace) read
-//     through it. It is pure.
+//     through it. It is pure. SaveTables lists and parses tables for the
+//     iptables and ipvs modes' drift comparisons.
 //   - Monitor is upstream's canary check (pkg/util/iptables Monitor): it
 //     notices that someone flushed the tables and asks for a full resync.
 //

@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 )
@@ -20,4 +21,24 @@ func EnsureJump(ctx context.Context, ipt Interface, table Table, chain, target C
 		return fmt.Errorf("ensuring the jump from %s to %s in table %s: %w", chain, target, table, err)
 	}
 	return nil
+}
+
+// SaveTables lists tables with iptables-save, one call each, and parses them:
+// what the iptables and ipvs modes' drift comparisons read. A table the listing
+// does not print is nil in the result.
+func SaveTables(ctx context.Context, ipt Interface, tables ...Table) (map[Table]*SaveTable, error) {
+	out := make(map[Table]*SaveTable, len(tables))
+	var buf bytes.Buffer
+	for _, table := range tables {
+		buf.Reset()
+		if err := ipt.SaveInto(ctx, table, &buf); err != nil {
+			return nil, fmt.Errorf("listing the %s table: %w", table, err)
+		}
+		save, err := ParseSave(buf.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("reading the %s table: %w", table, err)
+		}
+		out[table] = save.Table(table)
+	}
+	return out, nil
 }

@@ -13,8 +13,8 @@
 // once. Metrics that are not registered can still be updated: they are simply not
 // exposed. kproxy adds its own, named kubeproxy_kproxy_* so that they cannot collide
 // with a future upstream metric: kubeproxy_kproxy_drift_objects and
-// kubeproxy_kproxy_drift_repairs_total (per ip_family, in the nftables and iptables
-// modes; internal/drift). There is no package-level state: each Metrics owns its collectors and
+// kubeproxy_kproxy_drift_repairs_total (per ip_family, in the nftables, iptables and
+// ipvs modes; internal/drift). There is no package-level state: each Metrics owns its collectors and
 // registers them only into the Registerer it was given.
 //
 // These families use prometheus/client_golang directly rather than

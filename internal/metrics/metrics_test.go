@@ -123,7 +123,7 @@ func TestRegisterPerMode(t *testing.T) {
 			"kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total",
 			"kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
 			"kubeproxy_sync_proxy_rules_iptables_total")...)},
-		{"ipvs", RegisterOptions{Mode: ModeIPVS}, withCore(append(conntrack,
+		{"ipvs", RegisterOptions{Mode: ModeIPVS}, withCore(append(rules,
 			"kubeproxy_sync_proxy_rules_iptables_restore_failures_total")...)},
 	}
 	for _, tc := range tests {

@@ -85,7 +85,9 @@ func (m *Metrics) Register(opts RegisterOptions) error {
 		cs = append(cs,
 			m.IPTablesRestoreFailuresTotal,
 			m.ReconcileConntrackFlowsLatency,
-			m.ReconcileConntrackFlowsDeletedEntriesTotal)
+			m.ReconcileConntrackFlowsDeletedEntriesTotal,
+			m.DriftObjects,
+			m.DriftRepairsTotal)
 	case ModeNFTables:
 		cs = append(cs,
 			m.SyncFullProxyRulesLatency,

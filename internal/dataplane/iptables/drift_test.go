@@ -15,15 +15,7 @@ import (
 
 func differences(t *testing.T, f *fixture) []string {
 	t.Helper()
-	r, err := f.proxier.Verify(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, d := range r.Differences {
-		out = append(out, d.String())
-	}
-	return out
+	return dptest.Differences(t, f.proxier.Verify)
 }
 
 // TestVerify: right after a sync the kernel holds what was applied; a flushed
@@ -70,34 +62,14 @@ func TestVerify(t *testing.T) {
 // a period after the last full sync, requests a full sync and triggers it.
 func TestDriftCheckRepairs(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.DriftCheckPeriod = 30 * time.Second })
-	triggered := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- f.proxier.RunDriftChecks(ctx, func() {
-			select {
-			case triggered <- struct{}{}:
-			default:
-			}
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("RunDriftChecks: %v", err)
-		}
-	}()
+	triggered := dptest.RunDriftChecks(t, f.proxier.RunDriftChecks)
 	f.AddStandardServices()
 	f.sync()
 	if err := f.ipt.FlushChain(context.Background(), iptables.TableNAT, "KUBE-SERVICES"); err != nil {
 		t.Fatal(err)
 	}
 	f.Clock.Step(30 * time.Second)
-	select {
-	case <-triggered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the drift check did not trigger a sync within 10 s of falling due")
-	}
+	dptest.WaitTriggered(t, triggered)
 	if r := f.proxier.core.LastDrift(); r == nil || r.Count != 1 {
 		t.Fatalf("LastDrift = %+v, want the flushed chain", r)
 	}

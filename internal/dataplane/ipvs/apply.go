@@ -5,17 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
-	"slices"
 
 	"k8s.io/klog/v2"
 
+	"github.com/kproxy/kproxy/internal/drift"
 	"github.com/kproxy/kproxy/internal/ipset"
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/ipvs"
 	"github.com/kproxy/kproxy/internal/ipvs/dummy"
-	"github.com/kproxy/kproxy/internal/model"
 	render "github.com/kproxy/kproxy/internal/render/ipvs"
 )
 
@@ -34,7 +32,8 @@ func (w *writer) fail(err error) { w.errs = append(w.errs, err) }
 func (w *writer) err() error { return errors.Join(w.errs...) }
 
 // apply writes what differs between prev, what the kernel holds, and d; with prev
-// nil (a full sync) the kernel is listed instead. The sets' entries come first,
+// nil (a full sync) the kernel is listed instead, by the listing and diff that
+// drift detection reports from (diff.go). The sets' entries come first,
 // then the iptables rules that match on them, and only then the addresses and the
 // virtual servers that make IPVS take a Service's traffic; a virtual server comes
 // before its real servers, and addresses and virtual servers are removed last.
@@ -51,9 +50,9 @@ func (w *writer) apply(prev, d *render.Desired) {
 	}
 	w.sets(prev, d)
 	w.rules(prev, d)
-	bound := w.bind(prev, d)
+	unbind := w.bind(prev, d)
 	stale := w.servers(prev, d)
-	w.unbind(bound, d)
+	w.unbind(unbind)
 	w.deleteServers(stale)
 }
 
@@ -74,7 +73,7 @@ func (w *writer) sets(prev, d *render.Desired) {
 			current[c.Set.Name] = c.Entries
 		}
 	}
-	script := ipset.Plan(d.Sets, current)
+	script := ipset.Script(ipset.Diff(d.Sets, current))
 	if len(script) == 0 {
 		return
 	}
@@ -84,44 +83,31 @@ func (w *writer) sets(prev, d *render.Desired) {
 	}
 }
 
-// bind binds d's addresses to kube-ipvs0 and returns those bound before.
-func (w *writer) bind(prev, d *render.Desired) []netip.Addr {
+// bind binds d's addresses to kube-ipvs0 and returns those it must unbind once
+// the virtual servers are gone.
+func (w *writer) bind(prev, d *render.Desired) (extra []netip.Addr) {
 	var have []netip.Addr
 	if prev == nil {
-		all, err := w.p.cfg.Link.Addresses()
-		if err != nil {
-			w.fail(fmt.Errorf("listing the addresses of %s: %w", dummy.LinkName, err))
+		var err error
+		if have, err = w.p.listAddresses(); err != nil {
+			w.fail(err)
 		}
-		// kube-ipvs0 is shared by both families' proxiers: each binds and
-		// unbinds only its own family's addresses (the other's full sync
-		// would otherwise unbind them all).
-		for _, a := range all {
-			if model.InFamily(a, w.p.cfg.Family) {
-				have = append(have, a)
-			}
-		}
-		slices.SortFunc(have, netip.Addr.Compare)
 	} else {
 		have = prev.Addresses
 	}
-	for _, a := range d.Addresses {
-		if _, found := slices.BinarySearchFunc(have, a, netip.Addr.Compare); found {
-			continue
-		}
+	missing, extra := addressDiff(have, d.Addresses)
+	for _, a := range missing {
 		w.ops++
 		if err := w.p.cfg.Link.AddAddress(a); err != nil {
 			w.fail(fmt.Errorf("binding %s to %s: %w", a, dummy.LinkName, err))
 		}
 	}
-	return have
+	return extra
 }
 
-// unbind removes from kube-ipvs0 the addresses in have that d does not bind.
-func (w *writer) unbind(have []netip.Addr, d *render.Desired) {
-	for _, a := range have {
-		if _, found := slices.BinarySearchFunc(d.Addresses, a, netip.Addr.Compare); found {
-			continue
-		}
+// unbind removes addresses from kube-ipvs0.
+func (w *writer) unbind(extra []netip.Addr) {
+	for _, a := range extra {
 		w.ops++
 		if err := w.p.cfg.Link.DeleteAddress(a); err != nil {
 			w.fail(fmt.Errorf("unbinding %s from %s: %w", a, dummy.LinkName, err))
@@ -129,127 +115,87 @@ func (w *writer) unbind(have []netip.Addr, d *render.Desired) {
 	}
 }
 
-// held is a virtual server as the kernel holds it, with its real servers.
-type held struct {
-	vs    ipvs.VirtualServer
-	reals []ipvs.RealServer
-}
-
 // servers adds or updates d's virtual servers and their real servers, and
-// returns the keys of the virtual servers of the family that d does not have.
+// returns the keys of the virtual servers of the family that d does not have
+// (serverDiff: not those in ExcludeCIDRs).
 func (w *writer) servers(prev, d *render.Desired) []ipvs.Key {
-	current := map[ipvs.Key]held{}
 	full := prev == nil
+	var current map[ipvs.Key]held
 	if full {
-		vss, err := w.p.cfg.IPVS.VirtualServers()
-		if err != nil {
-			w.fail(fmt.Errorf("listing the IPVS virtual servers: %w", err))
-			return nil
-		}
-		for _, vs := range vss {
-			if !model.InFamily(vs.Address, w.p.cfg.Family) {
-				continue
+		var err error
+		if current, err = w.p.listServers(w.ctx); err != nil {
+			w.fail(err)
+			if current == nil {
+				return nil
 			}
-			reals, err := w.p.cfg.IPVS.RealServers(vs.Key())
-			if err != nil {
-				w.fail(fmt.Errorf("listing the real servers of %s: %w", vs.Key(), err))
-				continue
-			}
-			current[vs.Key()] = held{vs, reals}
 		}
 	} else {
-		for _, s := range prev.Services {
-			current[s.VS.Key()] = held{s.VS, s.Reals}
-		}
+		current = heldOf(prev)
 	}
-	for i := range d.Services {
-		s := &d.Services[i]
-		k := s.VS.Key()
-		cur, ok := current[k]
-		delete(current, k)
+	changes, stale := w.p.serverDiff(current, d, w.p.inTermination, full)
+	for _, c := range changes {
+		k := c.want.VS.Key()
 		switch {
-		case !ok:
+		case c.cur == nil:
 			w.ops++
-			if err := w.p.cfg.IPVS.AddVirtualServer(s.VS); err != nil {
+			if err := w.p.cfg.IPVS.AddVirtualServer(c.want.VS); err != nil {
 				w.fail(fmt.Errorf("adding virtual server %s: %w", k, err))
 				continue
 			}
-		case !sameVirtualServer(cur.vs, s.VS):
+		case c.update:
 			w.ops++
-			if err := w.p.cfg.IPVS.UpdateVirtualServer(s.VS); err != nil {
+			if err := w.p.cfg.IPVS.UpdateVirtualServer(c.want.VS); err != nil {
 				w.fail(fmt.Errorf("updating virtual server %s: %w", k, err))
 			}
 		}
-		w.reals(k, cur.reals, s.Reals, full)
+		w.reals(k, c.reals)
 	}
-	return slices.SortedFunc(maps.Keys(current), render.CompareKeys)
+	return stale
 }
 
-// sameVirtualServer compares what kproxy sets of a virtual server; the kernel
-// adds FlagHashed to every one it holds.
-func sameVirtualServer(a, b ipvs.VirtualServer) bool {
-	return a.Scheduler == b.Scheduler && a.Flags&^ipvs.FlagHashed == b.Flags&^ipvs.FlagHashed && a.Timeout == b.Timeout
-}
-
-// reals makes the real servers of k want, from have: missing ones are added
-// (a terminating one whose endpoint came back is deleted first, as upstream),
-// extra ones removed through graceful termination, and on a full sync the
-// weights reset.
-func (w *writer) reals(k ipvs.Key, have, want []ipvs.RealServer, full bool) {
+// reals repairs the real servers of k that differ: missing ones are added (a
+// terminating one whose endpoint came back is deleted first, as upstream),
+// extra ones removed through graceful termination, and weights reset.
+func (w *writer) reals(k ipvs.Key, changes []realChange) {
 	g := w.p.cfg.Graceful
-	extra := make(map[netip.AddrPort]ipvs.RealServer, len(have))
-	for _, rs := range have {
-		extra[rs.AddrPort()] = rs
-	}
-	for _, rs := range want {
-		ap := rs.AddrPort()
-		cur, ok := extra[ap]
-		delete(extra, ap)
-		if g != nil && g.InTerminationList(k, ap) {
-			w.ops++
-			if err := g.Cancel(k, ap); err != nil {
-				w.fail(err)
-				continue
-			}
-			ok = false
-		}
-		switch {
-		case !ok:
-			w.ops++
-			if err := w.p.cfg.IPVS.AddRealServer(k, rs); err != nil {
-				w.fail(fmt.Errorf("adding real server %s to %s: %w", ap, k, err))
-			}
-		case full && cur.Weight != rs.Weight:
-			w.ops++
-			if err := w.p.cfg.IPVS.UpdateRealServer(k, rs); err != nil {
-				w.fail(fmt.Errorf("updating real server %s of %s: %w", ap, k, err))
-			}
-		}
-	}
-	for _, ap := range slices.SortedFunc(maps.Keys(extra), netip.AddrPort.Compare) {
-		if g != nil && g.InTerminationList(k, ap) {
-			continue
-		}
+	for _, c := range changes {
+		ap := c.rs.AddrPort()
 		w.ops++
 		var err error
-		if g != nil {
+		switch {
+		case c.cancel:
+			if err = g.Cancel(k, ap); err != nil {
+				break
+			}
+			if err = w.p.cfg.IPVS.AddRealServer(k, c.rs); err != nil {
+				err = fmt.Errorf("adding real server %s to %s: %w", ap, k, err)
+			}
+		case c.change == drift.Missing:
+			if err = w.p.cfg.IPVS.AddRealServer(k, c.rs); err != nil {
+				err = fmt.Errorf("adding real server %s to %s: %w", ap, k, err)
+			}
+		case c.change == drift.Changed:
+			if err = w.p.cfg.IPVS.UpdateRealServer(k, c.rs); err != nil {
+				err = fmt.Errorf("updating real server %s of %s: %w", ap, k, err)
+			}
+		case g != nil:
 			err = g.Delete(k, ap)
-		} else {
+		default:
 			err = w.p.cfg.IPVS.DeleteRealServer(k, ap)
 		}
-		if err != nil && !errors.Is(err, ipvs.ErrNotFound) {
+		switch {
+		case err == nil:
+		case c.change != drift.Extra:
+			w.fail(err)
+		case !errors.Is(err, ipvs.ErrNotFound):
 			w.fail(fmt.Errorf("removing real server %s of %s: %w", ap, k, err))
 		}
 	}
 }
 
-// deleteServers deletes the virtual servers that no Service renders, except in
-// ExcludeCIDRs (upstream's cleanLegacyService, which deletes any of the family).
+// deleteServers deletes the virtual servers that no Service renders.
 func (w *writer) deleteServers(stale []ipvs.Key) {
 	for _, k := range stale {
-		if w.p.excluded(k.Address) {
-			continue
-		}
 		w.ops++
 		if err := w.p.cfg.IPVS.DeleteVirtualServer(k); err != nil && !errors.Is(err, ipvs.ErrNotFound) {
 			w.fail(fmt.Errorf("deleting virtual server %s: %w", k, err))

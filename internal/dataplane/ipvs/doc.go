@@ -29,6 +29,20 @@
 //   - Removed real servers go through Graceful (weight 0 until their connections
 //     are gone), and one that is terminating is neither re-weighted nor re-added
 //     until its endpoint comes back (then it is deleted and added afresh).
+//   - Drift detection (drift.go, internal/drift): Verify, from any goroutine,
+//     and RunDriftChecks, once per DriftCheckPeriod, list the family's virtual
+//     and real servers, the mode's sets, kube-ipvs0's addresses of the family
+//     and iptables-save of nat and filter with no lock held, then compare them
+//     under the sync lock with what the last sync applied; a sync that begins
+//     meanwhile makes the comparison give way and be made again
+//     (proxycore.DriftComparison). The listing and the diff are the full sync's
+//     own (diff.go), so what a comparison reports is exactly what the full sync
+//     it requests repairs: not real servers in graceful termination, virtual
+//     servers in ExcludeCIDRs or of the other family, other software's sets,
+//     chains and rules, or the other family's addresses; a virtual server of
+//     the family that no Service renders is extra (the full sync deletes it,
+//     as upstream). The chains compare as the iptables mode's do
+//     (render/iptables.CompareTables).
 //   - Sync must be called from one goroutine (the sync runner); RequestFullSync
-//     from any.
+//     and Verify from any.
 package ipvs

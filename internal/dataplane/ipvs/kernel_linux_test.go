@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,62 @@ func TestKernelClusterIPTraffic(t *testing.T) {
 	sync("full sync")
 	if r := p.Inspectable().Syncs()[0]; !r.Full || r.Operations != 1 {
 		t.Errorf("a full sync over the kernel as applied: full=%t, %d operations, want only the rules restored (1)", r.Full, r.Operations)
+	}
+
+	kernelDriftRepaired(t, p, node, backend)
+	if got, err := ask(t, node, "172.30.0.10:80"); err != nil || got != "second" {
+		t.Errorf("ClusterIP from the node after the drift was repaired: %q, %v; want second", got, err)
+	}
+}
+
+// kernelDriftRepaired: the real kernel, as the proxier applied it, holds no
+// difference (every listing reads back what was written: flags, set entries,
+// iptables-save's rules); edited behind the proxier's back, as ipvsadm, ipset
+// and iptables would (a virtual server deleted through its own netlink handle, a
+// set entry deleted, kube-ipvs0's address removed, KUBE-SERVICES flushed), it
+// holds each difference, and a full sync repairs them all.
+func kernelDriftRepaired(t *testing.T, p *Proxier, node, backend string) {
+	t.Helper()
+	verify := func() []string {
+		t.Helper()
+		r, err := p.Verify(context.Background())
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		var out []string
+		for _, d := range r.Differences {
+			out = append(out, string(d.Change)+" "+d.Kind+" "+d.Name)
+		}
+		return out
+	}
+	if d := verify(); len(d) > 0 {
+		t.Fatalf("differences in the kernel as applied: %q", d)
+	}
+	other := ipvs.New("/run/netns/" + node)
+	t.Cleanup(func() { _ = other.Close() })
+	if err := other.DeleteVirtualServer(ipvs.Key{Address: netip.MustParseAddr("172.30.0.10"), Protocol: v1.ProtocolTCP, Port: 80}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ask(t, node, "172.30.0.10:80"); err == nil {
+		t.Error("the ClusterIP answered with its virtual server deleted")
+	}
+	mustRun(t, node, "ipset", "del", "KUBE-CLUSTER-IP", "172.30.0.10,tcp:80")
+	mustRun(t, node, "ip", "addr", "del", "172.30.0.10/32", "dev", dummy.LinkName)
+	mustRun(t, node, rendertest.IptablesBinary(backend, v1.IPv4Protocol, ""), "-w", "5", "-t", "nat", "-F", "KUBE-SERVICES")
+	want := []string{
+		"changed element KUBE-CLUSTER-IP",
+		"missing address kube-ipvs0",
+		"missing virtual server TCP 172.30.0.10:80",
+		"changed rule nat KUBE-SERVICES",
+	}
+	if d := verify(); !slices.Equal(d, want) {
+		t.Errorf("differences after the edits:\n got %q\nwant %q", d, want)
+	}
+	p.RequestFullSync()
+	if _, err := p.Sync(context.Background()); err != nil {
+		t.Fatalf("the repairing full sync: %v", err)
+	}
+	if d := verify(); len(d) > 0 {
+		t.Errorf("differences after the repairing full sync: %q", d)
 	}
 }

@@ -49,8 +49,13 @@ type Proxier struct {
 	cfg Config
 	// fullSyncRequested is set by RequestFullSync (any goroutine).
 	fullSyncRequested atomic.Bool
-	// syncMu is held by Sync.
+	// syncMu is held by Sync, and by a drift comparison while it compares (not
+	// while it lists the kernel): it must not see a sync's applied state
+	// half-way.
 	syncMu sync.Mutex
+	// writes counts the syncs that wrote to the kernel (under syncMu): a drift
+	// comparison that saw one start is made again.
+	writes uint64
 
 	// Owned by the Sync goroutine.
 	core      *proxycore.Core
@@ -139,6 +144,9 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	}
 	w := &writer{p: p, ctx: ctx}
 	w.apply(prev, desired)
+	if w.ops > 0 {
+		p.writes++
+	}
 	if err := w.err(); err != nil {
 		p.applied, p.rules = nil, nil
 		p.core.FollowUp.Failed(update)
@@ -194,6 +202,11 @@ func (p *Proxier) excluded(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// inTermination reports whether a real server is in graceful termination.
+func (p *Proxier) inTermination(k ipvs.Key, ap netip.AddrPort) bool {
+	return p.cfg.Graceful != nil && p.cfg.Graceful.InTerminationList(k, ap)
 }
 
 // errRestore marks a failed iptables-restore among a sync's errors.

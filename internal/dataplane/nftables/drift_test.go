@@ -99,29 +99,6 @@ func newDriftFixture(t *testing.T) (*fixture, *fakeInventories) {
 	return f, fake
 }
 
-// runChecks runs the proxier's drift checks until the test ends and returns the
-// channel its trigger signals.
-func runChecks(t *testing.T, f *fixture) <-chan struct{} {
-	triggered := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- f.proxier.RunDriftChecks(ctx, func() {
-			select {
-			case triggered <- struct{}{}:
-			default:
-			}
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("RunDriftChecks: %v", err)
-		}
-	})
-	return triggered
-}
-
 // waitDrift waits (bounded) until the last drift report satisfies ok.
 func waitDrift(t *testing.T, f *fixture, what string, ok func(*drift.Report) bool) *drift.Report {
 	t.Helper()
@@ -139,7 +116,7 @@ func waitDrift(t *testing.T, f *fixture, what string, ok func(*drift.Report) boo
 
 func TestDriftCheckFindsAndRepairs(t *testing.T) {
 	f, kernel := newDriftFixture(t)
-	triggered := runChecks(t, f)
+	triggered := dptest.RunDriftChecks(t, f.proxier.RunDriftChecks)
 	f.AddStandardServices()
 	f.sync()
 
@@ -166,11 +143,7 @@ func TestDriftCheckFindsAndRepairs(t *testing.T) {
 	// sync and triggers it.
 	kernel.breakKernel(func(inv *nftnetlink.Inventory) { inv.Chains["services"].Rules = nil })
 	f.Clock.Step(30 * time.Second)
-	select {
-	case <-triggered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the drift check did not trigger a sync within 10 s")
-	}
+	dptest.WaitTriggered(t, triggered)
 	r := f.proxier.core.LastDrift()
 	if r.Count != 1 || !strings.HasPrefix(r.Differences[0].String(), "changed rule services: ") {
 		t.Fatalf("LastDrift after a flush = %+v", r)

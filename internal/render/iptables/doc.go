@@ -15,6 +15,9 @@
 //	WriteFull(buf, state, existing) Written   restore input of a full sync
 //	state.Plan(buf, base, updates) *Plan      restore input of the delta only
 //	state.Commit(plan)                        after the restore succeeded
+//	CompareTables(ctx, state, kernel, jumps, owned, r)
+//	                                          drift: how iptables-save's tables differ
+//	                                          from a State (the iptables and ipvs modes)
 //
 // Typical sync loop:
 //
