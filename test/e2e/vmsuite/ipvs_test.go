@@ -17,9 +17,9 @@ const (
 // concerns ipvs mode, from pods, from the node and from outside, the proxy's
 // restarts and the switch to nftables mode and back. Not run: the tests of
 // nftables- or iptables-only behaviour (they skip in ipvs mode anyway), the status
-// page (no Chromium in the VM), and TestDrift and TestTrace: kproxy's ipvs mode
-// has neither drift detection nor `kube-proxy trace` yet (docs/ipvs.md).
-const DefaultRun = "^(TestClusterIP|TestClusterIPNamedTargetPort|TestNoEndpoints|TestClusterIPFromNode|TestStaleUDPConntrack|TestExplain|TestNodePort|TestLoadBalancer|TestExternalTrafficPolicyLocal|TestNodePortAddresses|TestLocalhostNodePorts|TestModeSwitch|TestLifecycle|TestHairpin|TestMasqueradeAndLocalDetectors|TestSessionAffinityClientIP|TestInternalTrafficPolicyLocal|TestSessionAffinitySurvivesRestart|TestTopology|TestTerminatingFallback)$"
+// page (no Chromium in the VM), and TestDrift: kproxy's ipvs mode has no drift
+// detection yet (docs/ipvs.md).
+const DefaultRun = "^(TestClusterIP|TestClusterIPNamedTargetPort|TestNoEndpoints|TestClusterIPFromNode|TestStaleUDPConntrack|TestExplain|TestNodePort|TestLoadBalancer|TestExternalTrafficPolicyLocal|TestNodePortAddresses|TestLocalhostNodePorts|TestModeSwitch|TestLifecycle|TestHairpin|TestMasqueradeAndLocalDetectors|TestSessionAffinityClientIP|TestInternalTrafficPolicyLocal|TestSessionAffinitySurvivesRestart|TestTopology|TestTerminatingFallback|TestTrace)$"
 
 // TestIPVSSuiteInVM runs the e2e suite in ipvs mode in the 6.1 VM against this
 // host's API server (see the package documentation).
