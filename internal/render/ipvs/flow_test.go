@@ -50,9 +50,10 @@ type ipvsFlow struct {
 }
 
 type ipvsScenario struct {
-	name  string
-	views []*model.ServicePortView
-	flows []ipvsFlow
+	name   string
+	family v1.IPFamily // IPv4 when empty
+	views  []*model.ServicePortView
+	flows  []ipvsFlow
 }
 
 // programmedState is what the kernel holds after the proxier's first sync of
@@ -118,10 +119,10 @@ func traceIPVSFlow(t testing.TB, st *ipvstrace.State, v6 bool, f ipvsFlow) (*tra
 func TestFlows(t *testing.T) {
 	for _, sc := range ipvsScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
-			cfg := testConfig(v1.IPv4Protocol)
+			cfg := testConfig(sc.fam())
 			st := programmedState(t, cfg, sc.views)
 			for _, f := range sc.flows {
-				res, err := traceIPVSFlow(t, st, false, f)
+				res, err := traceIPVSFlow(t, st, sc.fam() == v1.IPv6Protocol, f)
 				if err != nil {
 					t.Errorf("%s: %v", f.name, err)
 					continue
@@ -180,10 +181,18 @@ func ipvsKey(addr string, proto v1.Protocol, port int) ipvs.Key {
 	return ipvs.Key{Address: netip.MustParseAddr(addr), Protocol: proto, Port: uint16(port)}
 }
 
+func (sc *ipvsScenario) fam() v1.IPFamily {
+	if sc.family == "" {
+		return v1.IPv4Protocol
+	}
+	return sc.family
+}
+
 // ipvsScenarios are the suite's common cases over what the renderer programs.
 func ipvsScenarios() []ipvsScenario {
 	const np = 3001
 	both := "10.180.0.1:80, 10.180.1.1:80"
+	both6 := "[fd10::5]:80, [fd11::1]:80"
 	clusterIP := svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "10.20.30.41", 80)
 	nodePort := func() *model.ServicePort {
 		sp := nodePortService()
@@ -262,5 +271,24 @@ func ipvsScenarios() []ipvsScenario {
 		}, flows: []ipvsFlow{
 			{name: "to itself", source: "10.180.0.1", proto: "tcp", dest: "10.20.30.44", port: 80, output: both, hairpin: "10.180.0.1:80"},
 		}},
+		// testConfig's IPv6 node: 2001:db8::1:1, pods in fd10::/64.
+		{name: "ipv6", family: v1.IPv6Protocol, views: ipv6Views(), flows: []ipvsFlow{
+			{name: "clusterip from a pod", source: "fd10::2", proto: "tcp", dest: "fd20::41", port: 80, output: both6},
+			{name: "clusterip from outside", source: "2001:db8:9::2", proto: "tcp", dest: "fd20::41", port: 80, output: both6, masq: true},
+			{name: "clusterip from the node", source: "2001:db8::1:1", local: true, proto: "tcp", dest: "fd20::41", port: 80, output: both6, masq: true},
+			{name: "other port", source: "fd10::2", proto: "tcp", dest: "fd20::41", port: 81, output: "REJECT"},
+			{name: "nodeport", source: "2001:db8:9::2", proto: "tcp", dest: "2001:db8::1:1", port: np, output: both6, masq: true},
+			{name: "hairpin", source: "fd10::5", proto: "tcp", dest: "fd20::41", port: 80, output: both6, hairpin: "[fd10::5]:80"},
+			{name: "no endpoints", source: "fd10::2", proto: "udp", dest: "fd20::45", port: 80, output: "REJECT"},
+		}},
 	}
+}
+
+// ipv6Views are a NodePort Service with a local and a remote endpoint, and a
+// ClusterIP without endpoints, in IPv6.
+func ipv6Views() []*model.ServicePortView {
+	sp := svcPort("ns1", "svc1", "p80", v1.ProtocolTCP, "fd20::41", 80)
+	sp.NodePort = 3001
+	empty := svcPort("ns1", "svc5", "p80", v1.ProtocolUDP, "fd20::45", 80)
+	return []*model.ServicePortView{view(sp, ep("fd10::5", 80, true), ep("fd11::1", 80, false)), view(empty)}
 }

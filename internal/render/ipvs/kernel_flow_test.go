@@ -22,10 +22,14 @@ import (
 // gives on the rendered state, outcome by outcome. A kernel without IPVS (this
 // host's) skips; the 6.1 VM runs it (docs/vm.md).
 func TestKernelFlows(t *testing.T) {
-	backends := rendertest.IptablesBackends(t, v1.IPv4Protocol)
-	cfg := testConfig(v1.IPv4Protocol)
+	backends := map[v1.IPFamily][]string{
+		v1.IPv4Protocol: rendertest.IptablesBackends(t, v1.IPv4Protocol),
+		v1.IPv6Protocol: rendertest.IptablesBackends(t, v1.IPv6Protocol),
+	}
 	for _, sc := range ipvsScenarios() {
-		for _, b := range backends {
+		cfg := testConfig(sc.fam())
+		v6 := sc.fam() == v1.IPv6Protocol
+		for _, b := range backends[sc.fam()] {
 			t.Run(b+"/"+sc.name, func(t *testing.T) {
 				ns := rendertest.Netns(t, "ipvsf")
 				if _, err := rendertest.RunIn(ns, nil, "ip", "link", "set", "lo", "up"); err != nil {
@@ -37,13 +41,13 @@ func TestKernelFlows(t *testing.T) {
 					t.Skipf("this kernel has no IPVS: %v", err)
 				}
 				rendered := programmedState(t, cfg, sc.views)
-				fromKernel := programKernel(t, ns, h, b, Render(cfg, sc.views), rendered.Local)
+				fromKernel := programKernel(t, ns, h, b, cfg.Family, Render(cfg, sc.views), rendered.Local)
 				for _, f := range sc.flows {
-					got, err := traceIPVSFlow(t, fromKernel, false, f)
+					got, err := traceIPVSFlow(t, fromKernel, v6, f)
 					if err != nil {
 						t.Fatalf("%s: %v", f.name, err)
 					}
-					want, err := traceIPVSFlow(t, rendered, false, f)
+					want, err := traceIPVSFlow(t, rendered, v6, f)
 					if err != nil {
 						t.Fatalf("%s: %v", f.name, err)
 					}
@@ -59,12 +63,12 @@ func TestKernelFlows(t *testing.T) {
 // programKernel writes d into ns as the proxier's first sync does (sets and
 // entries, chains and jumps, virtual and real servers) and reads it back as the
 // kernel lists it.
-func programKernel(t *testing.T, ns string, h *ipvs.Netlink, backend string, d *Desired, local []netip.Addr) *ipvstrace.State {
+func programKernel(t *testing.T, ns string, h *ipvs.Netlink, backend string, family v1.IPFamily, d *Desired, local []netip.Addr) *ipvstrace.State {
 	t.Helper()
 	if out, err := rendertest.RunIn(ns, ipset.Plan(d.Sets, nil), "ipset", "restore", "-exist"); err != nil {
 		t.Fatalf("ipset restore: %v: %s", err, out)
 	}
-	restoreRules(t, ns, backend, v1.IPv4Protocol, d)
+	restoreRules(t, ns, backend, family, d)
 	for _, s := range d.Services {
 		if err := h.AddVirtualServer(s.VS); err != nil {
 			t.Fatal(err)
@@ -75,7 +79,7 @@ func programKernel(t *testing.T, ns string, h *ipvs.Netlink, backend string, d *
 			}
 		}
 	}
-	save, err := rendertest.RunIn(ns, nil, rendertest.IptablesBinary(backend, v1.IPv4Protocol, "-save"), "--counters")
+	save, err := rendertest.RunIn(ns, nil, rendertest.IptablesBinary(backend, family, "-save"), "--counters")
 	if err != nil {
 		t.Fatal(err)
 	}
