@@ -44,6 +44,10 @@ type Balancing struct {
 	// share (the shares add up to 1). Taken without targets: IPVS answers ICMP
 	// port unreachable and drops the packet (ip_vs_leave).
 	Targets []Target
+	// Untracked: IPVS takes the packet out of conntrack as it DNATs it
+	// (ip_vs_notrack, without IPVS's conntrack sysctl), so the nat table
+	// and -m conntrack see it untracked from there on.
+	Untracked bool
 }
 
 // Target is one real server a packet may be DNATed to.
@@ -118,6 +122,10 @@ func (r *run) balance(hook string, priority int) (bool, error) {
 	r.out.DNAT = tg.AddrPort.String()
 	r.natDone["dst"] = true
 	r.ipvsHandled = true
+	if b.Untracked {
+		r.pkt.ctState = "untracked"
+		r.note("    IPVS's conntrack sysctl is off: the packet leaves conntrack, nat ignores it")
+	}
 	if r.tr.isLocal(r.pkt.dst) {
 		r.note("    a local real server: the packet goes on through " + hook)
 		return false, nil

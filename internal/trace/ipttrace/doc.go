@@ -35,7 +35,8 @@
 // (ip_vs_nat_send_or_cont), so nat INPUT never sees it; to a local real server it
 // goes on through the hook. A virtual server without a real server ends the trace
 // with Reject (IPVS answers ICMP port unreachable). IPVS does not look at a packet
-// it handled again (ipvs_property).
+// it handled again (ipvs_property); one it untracks (Balancing.Untracked) is
+// untracked for conntrack and nat from there on.
 //
 // The routing decision (INPUT vs FORWARD) is taken after PREROUTING with the
 // destination after any DNAT. Addresses are local when listed in localAddresses or

@@ -102,13 +102,16 @@ func TestSetErrors(t *testing.T) {
 }
 
 // fakeIPVS takes packets to 172.30.0.1:80 (TCP) to its targets.
-type fakeIPVS struct{ targets []Target }
+type fakeIPVS struct {
+	targets   []Target
+	untracked bool
+}
 
 func (f fakeIPVS) Balance(c Conn) (Balancing, error) {
 	if c.Dst != netip.MustParseAddr("172.30.0.1") || c.DPort != 80 || c.Proto != 6 {
 		return Balancing{}, nil
 	}
-	return Balancing{Taken: true, Notes: []string{"fake virtual server"}, Targets: f.targets}, nil
+	return Balancing{Taken: true, Notes: []string{"fake virtual server"}, Targets: f.targets, Untracked: f.untracked}, nil
 }
 
 func TestTraceIPVSStage(t *testing.T) {
@@ -131,6 +134,11 @@ func TestTraceIPVSStage(t *testing.T) {
 		{name: "stolen: nat OUTPUT does not run again", ipvs: two, rules: "nat -A OUTPUT -j DNAT --to-destination 9.9.9.9", dnat: []string{"10.180.0.1:8080", "10.180.0.2:8080"}},
 		{name: "stolen: masquerade in POSTROUTING", ipvs: two, rules: "mangle -A PREROUTING -j MARK --set-xmark 0x4000/0x4000\nnat -A POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE",
 			dnat: []string{"10.180.0.1:8080", "10.180.0.2:8080"}, masq: true},
+		// Without IPVS's conntrack sysctl its packets leave conntrack: no
+		// masquerade, and -m conntrack sees them untracked.
+		{name: "stolen untracked: nat skipped", ipvs: fakeIPVS{targets: two.targets, untracked: true},
+			rules: "mangle -A PREROUTING -j MARK --set-xmark 0x4000/0x4000\nnat -A POSTROUTING -j MASQUERADE\nfilter -A OUTPUT -m conntrack --ctstate UNTRACKED -j MARK --set-xmark 0x1/0x1",
+			dnat:  []string{"10.180.0.1:8080", "10.180.0.2:8080"}, mark: ptrTo(uint32(0x4001))},
 		{name: "a local real server: nat INPUT runs", ipvs: local, rules: "nat -A INPUT -j SNAT --to-source 1.1.1.1",
 			dnat: []string{"192.168.0.1:8080"}, snat: "1.1.1.1"},
 		{name: "a DNAT in PREROUTING comes first", ipvs: two, rules: "nat -A PREROUTING -j DNAT --to-destination 10.9.9.9:80", dnat: []string{"10.9.9.9:80"}},

@@ -27,6 +27,18 @@ type Template struct {
 	Real   netip.AddrPort
 }
 
+// IPVS is what the kernel's IPVS holds for one family.
+type IPVS struct {
+	// Services are the virtual servers with their real servers (those of the
+	// other family are ignored).
+	Services []Service
+	// Templates are the persistence templates (session affinity's memory).
+	Templates []Template
+	// NoConntrack: net.ipv4.vs.conntrack is 0 (kube-proxy sets it to 1), so
+	// IPVS's packets leave conntrack (ip_vs_notrack) and nat does not see them.
+	NoConntrack bool
+}
+
 // State is what ipvs mode's packet path depends on, for one family.
 type State struct {
 	// Save is iptables-save of the family (filter and nat at least).
@@ -34,11 +46,7 @@ type State struct {
 	// Sets are the ipsets (ipset save), both families' (a rule sees only its
 	// family's).
 	Sets []ipset.SavedSet
-	// Services are the virtual servers with their real servers (those of the
-	// other family are ignored).
-	Services []Service
-	// Templates are the persistence templates (session affinity's memory).
-	Templates []Template
+	IPVS
 	// Local are the node's addresses, kube-ipvs0's included.
 	Local []netip.Addr
 	// Bridged are the bridges whose bridged packets iptables sees
@@ -55,7 +63,7 @@ func New(st *State, v6 bool) (*ipttrace.Tracer, error) {
 	if tr, err = tr.WithSets(st.Sets); err != nil {
 		return nil, err
 	}
-	b, err := NewBalancer(st.Services, st.Templates, v6)
+	b, err := NewBalancer(&st.IPVS, v6)
 	if err != nil {
 		return nil, err
 	}
@@ -65,8 +73,9 @@ func New(st *State, v6 bool) (*ipttrace.Tracer, error) {
 // Balancer is IPVS's scheduling of new connections over the kernel's virtual
 // servers of one family (ipttrace.Balancer).
 type Balancer struct {
-	services  map[ipvs.Key]*Service
-	templates map[templateKey]netip.AddrPort
+	services    map[ipvs.Key]*Service
+	templates   map[templateKey]netip.AddrPort
+	noConntrack bool
 }
 
 type templateKey struct {
@@ -79,10 +88,10 @@ var _ ipttrace.Balancer = (*Balancer)(nil)
 // NewBalancer indexes the virtual servers and templates of the family; those of
 // the other family are left out. Two virtual servers with one key are an error
 // (the kernel holds one).
-func NewBalancer(services []Service, templates []Template, v6 bool) (*Balancer, error) {
-	b := &Balancer{services: map[ipvs.Key]*Service{}, templates: map[templateKey]netip.AddrPort{}}
-	for i := range services {
-		s := &services[i]
+func NewBalancer(st *IPVS, v6 bool) (*Balancer, error) {
+	b := &Balancer{services: map[ipvs.Key]*Service{}, templates: map[templateKey]netip.AddrPort{}, noConntrack: st.NoConntrack}
+	for i := range st.Services {
+		s := &st.Services[i]
 		if s.VS.Address.Unmap().Is6() != v6 {
 			continue
 		}
@@ -93,7 +102,7 @@ func NewBalancer(services []Service, templates []Template, v6 bool) (*Balancer, 
 		}
 		b.services[k] = s
 	}
-	for _, t := range templates {
+	for _, t := range st.Templates {
 		if t.Client.Unmap().Is6() == v6 {
 			b.templates[templateKey{t.Client.Unmap(), t.VS}] = t.Real
 		}
@@ -126,7 +135,7 @@ func (b *Balancer) Balance(c ipttrace.Conn) (ipttrace.Balancing, error) {
 		return ipttrace.Balancing{}, errors.New("the packet of an existing connection follows IPVS's connection table, which is not modelled (trace new connections)")
 	}
 	vs := &s.VS
-	out := ipttrace.Balancing{Taken: true}
+	out := ipttrace.Balancing{Taken: true, Untracked: b.noConntrack}
 	out.Notes = append(out.Notes, fmt.Sprintf("virtual server %s, scheduler %s, %d real server(s)", vs.Key(), vs.Scheduler, len(s.Reals)))
 	var usable []ipvs.RealServer
 	for _, rs := range s.Reals {

@@ -27,12 +27,12 @@ func conn(dst string, proto uint8, dport uint16) ipttrace.Conn {
 
 func TestBalance(t *testing.T) {
 	catchAll := vs("172.30.0.9", v1.ProtocolUDP, 0)
-	b, err := NewBalancer([]Service{
+	b, err := NewBalancer(&IPVS{Services: []Service{
 		{VS: vs("172.30.0.1", v1.ProtocolTCP, 80), Reals: []ipvs.RealServer{realServer("10.180.0.2", 80, 1), realServer("10.180.0.1", 80, 1), realServer("10.180.0.3", 80, 0)}},
 		{VS: vs("172.30.0.2", v1.ProtocolSCTP, 80)},
 		{VS: catchAll, Reals: []ipvs.RealServer{realServer("10.180.0.1", 53, 1)}},
 		{VS: vs("fd00::1", v1.ProtocolTCP, 80), Reals: []ipvs.RealServer{realServer("fd00::2", 80, 1)}},
-	}, nil, false)
+	}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestBalance(t *testing.T) {
 	if _, err := b.Balance(c); err == nil || !strings.Contains(err.Error(), "not modelled") {
 		t.Errorf("established: %v", err)
 	}
-	if _, err := NewBalancer([]Service{{VS: vs("172.30.0.1", v1.ProtocolTCP, 80)}, {VS: vs("172.30.0.1", v1.ProtocolTCP, 80)}}, nil, false); err == nil {
+	if _, err := NewBalancer(&IPVS{Services: []Service{{VS: vs("172.30.0.1", v1.ProtocolTCP, 80)}, {VS: vs("172.30.0.1", v1.ProtocolTCP, 80)}}}, false); err == nil {
 		t.Error("a virtual server listed twice was accepted")
 	}
 }
@@ -84,9 +84,9 @@ func TestBalancePersistence(t *testing.T) {
 	tmpl := func(client, to string) Template {
 		return Template{Client: netip.MustParseAddr(client), VS: v.Key(), Real: netip.MustParseAddrPort(to)}
 	}
-	b, err := NewBalancer([]Service{{VS: v, Reals: reals}}, []Template{
+	b, err := NewBalancer(&IPVS{Services: []Service{{VS: v, Reals: reals}}, Templates: []Template{
 		tmpl("10.0.0.2", "10.180.0.1:80"), tmpl("10.0.0.3", "10.180.0.2:80"), tmpl("10.0.0.4", "10.180.9.9:80"),
-	}, false)
+	}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

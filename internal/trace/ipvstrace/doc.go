@@ -10,7 +10,8 @@
 // State is what the path depends on: iptables-save, ipset save (read by
 // internal/ipset.ParseSaveSets), the virtual servers with their real servers
 // (internal/ipvs' types, as the kernel lists them), the persistence templates
-// (session affinity's memory), the node's addresses with kube-ipvs0's, and the
+// (session affinity's memory), IPVS's conntrack setting, the node's addresses with
+// kube-ipvs0's, and the
 // bridges br_netfilter shows to iptables. The package is pure: it never reads the
 // kernel and does not log.
 //
@@ -28,7 +29,8 @@
 // client is scheduled anew. No real server of weight > 0: ip_vs_leave sends ICMP
 // port unreachable, which the kernel rate-limits, and drops the packet: the verdict
 // is Reject. Real servers are taken as masqueraded (NAT), the only forwarding kube-
-// proxy uses.
+// proxy uses. With IPVS's conntrack sysctl off (IPVS.NoConntrack; kube-proxy turns
+// it on) the DNATed packet leaves conntrack, so nat does not masquerade it.
 //
 // Not modelled (errors, or left out where the kernel lists nothing): packets of an
 // existing connection (IPVS's connection table; a packet not "new" or "untracked"

@@ -10,8 +10,8 @@
 // (kube-ipvs0's among them); for the ipvs mode also `ipset save` (read by
 // internal/ipset.ParseSaveSets), the virtual and real servers of the family over
 // generic netlink (internal/ipvs, only its listing calls), the persistence
-// templates from /proc/net/ip_vs_conn, and the bridges br_netfilter shows to
-// iptables. Fake holds canned answers for tests. Load composes a Reader with the
+// templates from /proc/net/ip_vs_conn, IPVS's conntrack sysctl, and the bridges
+// br_netfilter shows to iptables. Fake holds canned answers for tests. Load composes a Reader with the
 // evaluator of a mode (internal/trace/nfttrace, internal/trace/ipttrace,
 // internal/trace/ipvstrace); it reads once and never writes to the kernel.
 // Nothing here logs.

@@ -23,10 +23,8 @@ type Fake struct {
 	Addresses map[v1.IPFamily][]netip.Addr
 	// IPSetSave is `ipset save` output.
 	IPSetSave string
-	// Services are the IPVS virtual servers with their real servers, and
-	// Templates the persistence templates, by family.
-	Services  map[v1.IPFamily][]ipvstrace.Service
-	Templates map[v1.IPFamily][]ipvstrace.Template
+	// IPVSState is the IPVS state by family.
+	IPVSState map[v1.IPFamily]ipvstrace.IPVS
 	// Bridges are the bridges br_netfilter shows to iptables, by family.
 	Bridges map[v1.IPFamily][]string
 }
@@ -67,8 +65,8 @@ func (f *Fake) IPSets(context.Context) ([]ipset.SavedSet, error) {
 }
 
 // IPVS implements Reader.
-func (f *Fake) IPVS(_ context.Context, family v1.IPFamily) ([]ipvstrace.Service, []ipvstrace.Template, error) {
-	return f.Services[family], f.Templates[family], nil
+func (f *Fake) IPVS(_ context.Context, family v1.IPFamily) (ipvstrace.IPVS, error) {
+	return f.IPVSState[family], nil
 }
 
 // Bridged implements Reader.

@@ -22,7 +22,7 @@ func loadIPVS(ctx context.Context, r Reader, family v1.IPFamily, local []netip.A
 	if st.Sets, err = r.IPSets(ctx); err != nil {
 		return nil, err
 	}
-	if st.Services, st.Templates, err = r.IPVS(ctx, family); err != nil {
+	if st.IPVS, err = r.IPVS(ctx, family); err != nil {
 		return nil, err
 	}
 	if st.Bridged, err = r.Bridged(ctx, family); err != nil {

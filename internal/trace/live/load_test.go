@@ -109,12 +109,14 @@ func TestLoadIPVS(t *testing.T) {
 	r := &Fake{
 		Saves:     map[v1.IPFamily][]byte{v1.IPv4Protocol: []byte(ipvsSave)},
 		IPSetSave: ipvsSets,
-		Services: map[v1.IPFamily][]ipvstrace.Service{v1.IPv4Protocol: {{VS: vs, Reals: []ipvs.RealServer{
-			{Address: netip.MustParseAddr("10.180.0.2"), Port: 8080, Weight: 1},
-			{Address: netip.MustParseAddr("10.180.1.2"), Port: 8080, Weight: 1},
-		}}}},
-		Templates: map[v1.IPFamily][]ipvstrace.Template{v1.IPv4Protocol: {
-			{Client: netip.MustParseAddr("10.0.0.9"), VS: vs.Key(), Real: netip.MustParseAddrPort("10.180.1.2:8080")},
+		IPVSState: map[v1.IPFamily]ipvstrace.IPVS{v1.IPv4Protocol: {
+			Services: []ipvstrace.Service{{VS: vs, Reals: []ipvs.RealServer{
+				{Address: netip.MustParseAddr("10.180.0.2"), Port: 8080, Weight: 1},
+				{Address: netip.MustParseAddr("10.180.1.2"), Port: 8080, Weight: 1},
+			}}},
+			Templates: []ipvstrace.Template{
+				{Client: netip.MustParseAddr("10.0.0.9"), VS: vs.Key(), Real: netip.MustParseAddrPort("10.180.1.2:8080")},
+			},
 		}},
 		Addresses: map[v1.IPFamily][]netip.Addr{v1.IPv4Protocol: {netip.MustParseAddr("192.168.0.2"), vip}},
 	}

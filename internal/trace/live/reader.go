@@ -36,8 +36,9 @@ type Reader interface {
 	// IPSets returns every ipset (`ipset save`) with its type and entries.
 	IPSets(ctx context.Context) ([]ipset.SavedSet, error)
 	// IPVS returns the family's IPVS virtual servers with their real servers,
-	// and its persistence templates (session affinity's memory).
-	IPVS(ctx context.Context, family v1.IPFamily) ([]ipvstrace.Service, []ipvstrace.Template, error)
+	// its persistence templates (session affinity's memory) and whether IPVS
+	// keeps its packets in conntrack.
+	IPVS(ctx context.Context, family v1.IPFamily) (ipvstrace.IPVS, error)
 	// Bridged returns the bridges whose bridged packets the family's iptables
 	// sees (br_netfilter), for -m physdev.
 	Bridged(ctx context.Context, family v1.IPFamily) ([]string, error)

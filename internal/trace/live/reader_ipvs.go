@@ -40,35 +40,46 @@ func (k *Kernel) IPSets(ctx context.Context) ([]ipset.SavedSet, error) {
 	return sets, nil
 }
 
-// IPVS implements Reader over generic netlink (internal/ipvs, read only) and
-// /proc/net/ip_vs_conn (the persistence templates).
-func (k *Kernel) IPVS(_ context.Context, family v1.IPFamily) ([]ipvstrace.Service, []ipvstrace.Template, error) {
+// IPVS implements Reader over generic netlink (internal/ipvs, read only),
+// /proc/net/ip_vs_conn (the persistence templates) and IPVS's conntrack sysctl.
+func (k *Kernel) IPVS(_ context.Context, family v1.IPFamily) (ipvstrace.IPVS, error) {
 	h := ipvs.New("")
 	defer func() { _ = h.Close() }()
 	vss, err := h.VirtualServers()
 	if errors.Is(err, ipvs.ErrUnavailable) {
-		return nil, nil, fmt.Errorf("the kernel has no IPVS (is the proxy running in ipvs mode on this node?): %w", err)
+		return ipvstrace.IPVS{}, fmt.Errorf("the kernel has no IPVS (is the proxy running in ipvs mode on this node?): %w", err)
 	}
 	if err != nil {
-		return nil, nil, err
+		return ipvstrace.IPVS{}, err
 	}
-	var out []ipvstrace.Service
+	var out ipvstrace.IPVS
 	for _, vs := range vss {
 		if vs.Address.Is4() != (family == v1.IPv4Protocol) {
 			continue
 		}
 		reals, err := h.RealServers(vs.Key())
 		if err != nil {
-			return nil, nil, err
+			return ipvstrace.IPVS{}, err
 		}
-		out = append(out, ipvstrace.Service{VS: vs, Reals: reals})
+		out.Services = append(out.Services, ipvstrace.Service{VS: vs, Reals: reals})
 	}
 	b, err := os.ReadFile(ipvsConnFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the IPVS connections: %w", err)
+		return ipvstrace.IPVS{}, fmt.Errorf("reading the IPVS connections: %w", err)
 	}
-	return out, parseTemplates(string(b), family), nil
+	out.Templates = parseTemplates(string(b), family)
+	// One sysctl for both families (net.ipv4.vs.conntrack).
+	ct, err := os.ReadFile(ipvsConntrackFile)
+	if err != nil {
+		return ipvstrace.IPVS{}, fmt.Errorf("reading IPVS's conntrack setting: %w", err)
+	}
+	out.NoConntrack = strings.TrimSpace(string(ct)) == "0"
+	return out, nil
 }
+
+// ipvsConntrackFile is IPVS's conntrack sysctl: 1 (kube-proxy's setting) keeps
+// its packets in conntrack, so that nat can masquerade them.
+const ipvsConntrackFile = "/proc/sys/net/ipv4/vs/conntrack"
 
 // ipvsConnFile lists IPVS's connections, persistence templates included, for the
 // reader's network namespace.
