@@ -147,8 +147,9 @@ func natManip(hook string) string {
 	return "src"
 }
 
-// runHook runs the built-in chains of one hook in table order. It returns true when
-// the packet was dropped or rejected.
+// runHook runs the built-in chains of one hook in table order (and IPVS, with a
+// Balancer). It returns true when the packet goes no further in the hook: dropped,
+// rejected, or taken by IPVS to be sent on (r.stolen).
 func (r *run) runHook(hook string) (bool, error) {
 	for _, ht := range r.tr.hookTables(hook) {
 		if ht.table == ipvsTable {
