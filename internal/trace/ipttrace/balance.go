@@ -118,6 +118,18 @@ func (r *run) balance(hook string, priority int) (bool, error) {
 	tg := b.Targets[i]
 	r.out.Probability *= tg.Share
 	r.note(fmt.Sprintf("    real server %s (share %g)", tg.AddrPort, tg.Share))
+	// The routes IPVS refuses (__ip_vs_get_out_rt, ip_vs_nat_xmit): the packet
+	// is dropped.
+	switch local := r.tr.isLocal(tg.AddrPort.Addr()); {
+	case !local && r.pkt.src.IsLoopback():
+		r.note("    IPVS drops it: traffic from a loopback address to a real server elsewhere")
+		r.out.Verdict = trace.Drop
+		return true, nil
+	case tg.AddrPort.Addr().IsLoopback() && hook == "INPUT":
+		r.note("    IPVS drops it: an arriving packet DNATed to a loopback address")
+		r.out.Verdict = trace.Drop
+		return true, nil
+	}
 	r.pkt.dst, r.pkt.dport = tg.AddrPort.Addr(), tg.AddrPort.Port()
 	r.out.DNAT = tg.AddrPort.String()
 	r.natDone["dst"] = true

@@ -34,7 +34,9 @@
 // through OUTPUT (no input interface; nat does not run again) and POSTROUTING
 // (ip_vs_nat_send_or_cont), so nat INPUT never sees it; to a local real server it
 // goes on through the hook. A virtual server without a real server ends the trace
-// with Reject (IPVS answers ICMP port unreachable). IPVS does not look at a packet
+// with Reject (IPVS answers ICMP port unreachable). IPVS drops what it will not
+// route: from a loopback source to a real server elsewhere, and an arriving packet
+// to a loopback real server. IPVS does not look at a packet
 // it handled again (ipvs_property); one it untracks (Balancing.Untracked) is
 // untracked for conntrack and nat from there on.
 //
