@@ -126,7 +126,8 @@ func newTraceCommand() *cobra.Command {
 		Use:   "trace --src IP[:PORT] --dst IP:PORT[/tcp|udp|sctp] [--iif NAME]",
 		Short: "Evaluate a packet against this node's live kernel ruleset: path, verdict, DNAT targets, masquerade, and the model's reasons",
 		Long: `Evaluate a packet against the ruleset the kernel of this node holds now (nftables
-table kube-proxy, or the iptables filter and nat tables, of the packet's family),
+table kube-proxy, or the iptables filter and nat tables, with the ipsets and the IPVS
+virtual servers in ipvs mode, of the packet's family),
 and print its path: the hooks and chains it enters, the rules it matches, and each
 possible outcome (DROP, REJECT, or DNAT to an endpoint with its probability,
 masqueraded or not), joined with what the proxy's model says about the destination:

@@ -134,9 +134,9 @@ func TestRunTrace(t *testing.T) {
 			t.Errorf("runTrace(%+v): %v, want an error containing %q", tc.req, err, tc.want)
 		}
 	}
-	state.node.Mode = "ipvs"
-	if _, err := runTrace(ctx, state, reader, traceRequest{src: "10.0.0.1", dst: "1.2.3.4:80"}); err == nil || !strings.Contains(err.Error(), "ipvs") {
-		t.Errorf("ipvs mode: %v", err)
+	state.node.Mode = "userspace"
+	if _, err := runTrace(ctx, state, reader, traceRequest{src: "10.0.0.1", dst: "1.2.3.4:80"}); err == nil || !strings.Contains(err.Error(), "userspace") {
+		t.Errorf("userspace mode: %v", err)
 	}
 }
 

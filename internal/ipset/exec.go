@@ -124,37 +124,3 @@ func (e *Exec) Destroy(ctx context.Context, name string) error {
 	}
 	return nil
 }
-
-// ParseSave reads `ipset save` output: every set created in it, with the
-// entries added to it, sorted.
-func ParseSave(out []byte) (map[string][]string, error) {
-	sets := map[string][]string{}
-	for i, line := range strings.Split(string(out), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		switch fields[0] {
-		case "create":
-			if len(fields) < 3 {
-				return nil, fmt.Errorf("ipset save line %d: malformed %q", i+1, line)
-			}
-			if _, ok := sets[fields[1]]; !ok {
-				sets[fields[1]] = []string{}
-			}
-		case "add":
-			if len(fields) < 3 {
-				return nil, fmt.Errorf("ipset save line %d: malformed %q", i+1, line)
-			}
-			// An entry is one field; options (timeout, comment) would follow
-			// it, and kproxy's sets have none.
-			sets[fields[1]] = append(sets[fields[1]], fields[2])
-		default:
-			return nil, fmt.Errorf("ipset save line %d: unknown command %q", i+1, fields[0])
-		}
-	}
-	for _, entries := range sets {
-		slices.Sort(entries)
-	}
-	return sets, nil
-}

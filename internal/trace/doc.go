@@ -1,7 +1,9 @@
 // Package trace holds what every packet tracer of kproxy shares: the described
 // packet (Packet) and what became of it (Outcome, Result). The evaluators live in
 // its subpackages, one per rule language: nfttrace for nftables rulesets, ipttrace
-// for iptables rules as iptables-save lists them. They are pure: they evaluate
+// for iptables rules as iptables-save lists them (with the ipsets they match), and
+// ipvstrace for the ipvs mode's path (ipttrace's walk with IPVS's scheduling of
+// virtual servers between the tables). They are pure: they evaluate
 // rules they are given and never read the kernel themselves (internal/trace/live
 // reads a node's ruleset for kube-proxy trace). Evaluator is the one interface
 // kube-proxy trace needs of each. Packet.Header validates a packet once for both

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kproxy/kproxy/internal/iptables"
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/render/rendertest"
 	"github.com/kproxy/kproxy/internal/trace"
 	"github.com/kproxy/kproxy/internal/trace/ipttrace"
 )
@@ -108,24 +109,7 @@ func traceFlow(tr *ipttrace.Tracer, f flowTest) (*trace.Result, error) {
 
 // checkFlow reports how res differs from what f expects.
 func checkFlow(f flowTest, res *trace.Result) []string {
-	var errs []string
-	if got := res.Output(); got != f.output {
-		errs = append(errs, fmt.Sprintf("output %q, want %q", got, f.output))
-	}
-	if f.hairpin == "" && res.Masquerade != f.masq {
-		errs = append(errs, fmt.Sprintf("masquerade %v, want %v", res.Masquerade, f.masq))
-	}
-	sum := 0.0
-	for _, o := range res.Outcomes {
-		sum += o.Probability
-		if want := o.DNAT == f.hairpin; f.hairpin != "" && o.Masquerade != want {
-			errs = append(errs, fmt.Sprintf("outcome %s: masquerade %v, want %v", o.DNAT, o.Masquerade, want))
-		}
-	}
-	if math.Abs(sum-1) > 1e-9 {
-		errs = append(errs, fmt.Sprintf("probabilities add up to %g", sum))
-	}
-	return errs
+	return rendertest.CheckFlow(res, f.output, f.masq, f.hairpin)
 }
 
 func runFlowScenario(t *testing.T, sc flowScenario, save []byte) {

@@ -1,13 +1,12 @@
 package iptables
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kproxy/kproxy/internal/trace"
+	"github.com/kproxy/kproxy/internal/render/rendertest"
 	"github.com/kproxy/kproxy/internal/trace/ipttrace"
 )
 
@@ -61,7 +60,7 @@ func TestKernelFlows(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s: %v", f.name, err)
 					}
-					if g, w := outcomes(got), outcomes(want); g != w {
+					if g, w := rendertest.DescribeOutcomes(got), rendertest.DescribeOutcomes(want); g != w {
 						t.Errorf("%s: kernel's rules give\n%s\nrendered rules give\n%s\ntrace:\n%s", f.name, g, w, got.TraceString())
 					}
 					if errs := checkFlow(f, got); errs != nil {
@@ -71,13 +70,4 @@ func TestKernelFlows(t *testing.T) {
 			})
 		}
 	}
-}
-
-// outcomes describes a Result outcome by outcome, for comparisons.
-func outcomes(r *trace.Result) string {
-	var b strings.Builder
-	for _, o := range r.Outcomes {
-		fmt.Fprintf(&b, "%s dnat=%q snat=%q masq=%v mark=%#x p=%.9f\n", o.Verdict, o.DNAT, o.SNAT, o.Masquerade, o.Mark, o.Probability)
-	}
-	return b.String()
 }

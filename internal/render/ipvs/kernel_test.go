@@ -34,22 +34,7 @@ func TestKernelRules(t *testing.T) {
 			t.Run(b+"/"+tc.name, func(t *testing.T) {
 				ns := rendertest.Netns(t, "ipvsr")
 				createSets(t, ns, d.Sets)
-				var buf bytes.Buffer
-				d.WriteRules(&buf)
-				restoreInput := buf.String()
-				if out, err := rendertest.RunIn(ns, []byte(restoreInput), rendertest.IptablesBinary(b, tc.family, "-restore"),
-					"-w", "5", "--noflush", "--counters"); err != nil {
-					if strings.Contains(restoreInput, "-m ipvs") {
-						t.Skipf("this kernel refuses -m ipvs (no IPVS): %s", out)
-					}
-					t.Fatalf("kernel refused the input: %v\n%s", err, rendertest.Numbered(restoreInput))
-				}
-				for _, j := range JumpRules() {
-					args := append([]string{rendertest.IptablesBinary(b, tc.family, ""), "-w", "5", "-t", string(j.Table), "-I", j.Chain, "1"}, j.Args...)
-					if _, err := rendertest.RunIn(ns, nil, args...); err != nil {
-						t.Fatalf("jump: %v", err)
-					}
-				}
+				restoreRules(t, ns, b, tc.family, d)
 				st := ipt.NewState(&d.Rules, nil)
 				for _, table := range ipt.Tables() {
 					save, err := rendertest.RunIn(ns, nil, rendertest.IptablesBinary(b, tc.family, "-save"), "-t", string(table))
@@ -61,6 +46,29 @@ func TestKernelRules(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// restoreRules restores d's chains with the backend's iptables-restore
+// --noflush, then inserts the jumps, as the proxier's first sync does. A kernel
+// without IPVS refuses "-m ipvs" (KUBE-IPVS-OUT-FILTER): t is skipped there.
+func restoreRules(t *testing.T, ns, backend string, family v1.IPFamily, d *Desired) {
+	t.Helper()
+	var buf bytes.Buffer
+	d.WriteRules(&buf)
+	restoreInput := buf.String()
+	if out, err := rendertest.RunIn(ns, []byte(restoreInput), rendertest.IptablesBinary(backend, family, "-restore"),
+		"-w", "5", "--noflush", "--counters"); err != nil {
+		if strings.Contains(restoreInput, "-m ipvs") {
+			t.Skipf("this kernel refuses -m ipvs (no IPVS): %s", out)
+		}
+		t.Fatalf("kernel refused the input: %v\n%s", err, rendertest.Numbered(restoreInput))
+	}
+	for _, j := range JumpRules() {
+		args := append([]string{rendertest.IptablesBinary(backend, family, ""), "-w", "5", "-t", string(j.Table), "-I", j.Chain, "1"}, j.Args...)
+		if _, err := rendertest.RunIn(ns, nil, args...); err != nil {
+			t.Fatalf("jump: %v", err)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kproxy/kproxy/internal/model"
+	"github.com/kproxy/kproxy/internal/trace"
 )
 
 // NodeName is the node the views are categorized for.
@@ -105,4 +106,38 @@ func Prefixes(s ...string) []netip.Prefix {
 		out[i] = netip.MustParsePrefix(p)
 	}
 	return out
+}
+
+// CheckFlow reports how a traced packet's result differs from a flow test's
+// expectation: res.Output() is output; every path is masqueraded as masq, or,
+// with hairpin set, exactly the path DNATed to hairpin is (a pod reaching itself
+// through its Service); the paths' probabilities add up to 1.
+func CheckFlow(res *trace.Result, output string, masq bool, hairpin string) []string {
+	var errs []string
+	if got := res.Output(); got != output {
+		errs = append(errs, fmt.Sprintf("output %q, want %q", got, output))
+	}
+	if hairpin == "" && res.Masquerade != masq {
+		errs = append(errs, fmt.Sprintf("masquerade %v, want %v", res.Masquerade, masq))
+	}
+	for _, o := range res.Outcomes {
+		if want := o.DNAT == hairpin; hairpin != "" && o.Masquerade != want {
+			errs = append(errs, fmt.Sprintf("outcome %s: masquerade %v, want %v", o.DNAT, o.Masquerade, want))
+		}
+	}
+	if err := res.Check(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	return errs
+}
+
+// DescribeOutcomes describes a Result outcome by outcome (verdict, NAT,
+// masquerade, mark, probability), to compare the traces of a rendered ruleset
+// and of what the kernel lists back.
+func DescribeOutcomes(r *trace.Result) string {
+	var b strings.Builder
+	for _, o := range r.Outcomes {
+		fmt.Fprintf(&b, "%s dnat=%q snat=%q masq=%v mark=%#x p=%.9f\n", o.Verdict, o.DNAT, o.SNAT, o.Masquerade, o.Mark, o.Probability)
+	}
+	return b.String()
 }

@@ -6,6 +6,9 @@
 //	New(save, v6, localAddresses) (*Tracer, error)   parse every table, every rule
 //	(*Tracer).Trace(packet) (*trace.Result, error)   every path of the packet
 //	(*Tracer).WithRecent(name, addrs...) *Tracer     a copy with a -m recent list filled
+//	(*Tracer).WithSets(sets) (*Tracer, error)        a copy with the ipsets -m set matches
+//	(*Tracer).WithBridged(names...) *Tracer          bridges whose packets -m physdev sees
+//	(*Tracer).WithBalancer(b) *Tracer                IPVS between the tables (ipvstrace)
 //
 // The save is read by internal/iptables.ParseSave, kproxy's one reader of the
 // format; this package gives the arguments their meaning. Every rule is parsed by
@@ -24,6 +27,19 @@
 //     INPUT if the final destination is local; nat is not re-run there because the
 //     connection's NAT is already decided]
 //
+// With a Balancer (IPVS, internal/trace/ipvstrace), ip_vs_in runs where the kernel
+// registers it: at INPUT between security (50) and nat (100), priority 99, and at
+// OUTPUT between nat (-100) and filter (0), priority -98. A packet it DNATs to a
+// real server that is not local is taken out of the hook and sent by IPVS itself
+// through OUTPUT (no input interface; nat does not run again) and POSTROUTING
+// (ip_vs_nat_send_or_cont), so nat INPUT never sees it; to a local real server it
+// goes on through the hook. A virtual server without a real server ends the trace
+// with Reject (IPVS answers ICMP port unreachable). IPVS drops what it will not
+// route: from a loopback source to a real server elsewhere, and an arriving packet
+// to a loopback real server. IPVS does not look at a packet
+// it handled again (ipvs_property); one it untracks (Balancing.Untracked) is
+// untracked for conntrack and nat from there on.
+//
 // The routing decision (INPUT vs FORWARD) is taken after PREROUTING with the
 // destination after any DNAT. Addresses are local when listed in localAddresses or
 // loopback; "-m addrtype" sees LOCAL for those, MULTICAST, BROADCAST
@@ -32,7 +48,8 @@
 // Semantics modelled, as nfttrace models them:
 //   - nat chains run only for packets whose conntrack state is "new"; once a binding
 //     is made at a hook (DNAT in PREROUTING/OUTPUT, SNAT/MASQUERADE in
-//     POSTROUTING/INPUT) later nat chains of that hook are skipped;
+//     POSTROUTING/INPUT), or a nat chain of that manip type ran without making
+//     one (the kernel's null binding), later nat chains of that type are skipped;
 //   - DNAT, SNAT and MASQUERADE are terminal (they accept the packet for that
 //     built-in chain); ACCEPT ends the current table's built-in chain only; DROP
 //     and REJECT end the trace (verdicts Drop and Reject); RETURN, or the end of a
@@ -77,7 +94,9 @@
 //	          MARK --set-xmark|--set-mark V[/M], --and-mark|--or-mark|--xor-mark V,
 //	          LOG, NFLOG, TRACE (no-ops), NOTRACK, CT [--notrack] [--zone ...]
 //
-// Not supported (errors): physdev, socket, set, limit and any other match module;
+// Not supported (errors): socket, limit and any other match module; physdev's
+// other options; set's options other than --match-set; set entries with nomatch or
+// of other types (a rule matching a set not given fails the trace);
 // addrtype's --limit-iface-in/--limit-iface-out (which address is on which
 // interface is not modelled); statistic --mode nth; recent --hitcount; address and
 // port ranges in NAT targets; non-CIDR netmasks; the other extension targets

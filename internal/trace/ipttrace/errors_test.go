@@ -14,7 +14,11 @@ func TestNewRefusesWhatItDoesNotUnderstand(t *testing.T) {
 	for _, tc := range []struct {
 		name, rules, want string
 	}{
-		{"unknown match module", `filter -A FORWARD -m physdev --physdev-in eth0 -j DROP`, `match module "physdev" is not supported`},
+		{"unknown match module", `filter -A FORWARD -m socket --transparent -j DROP`, `match module "socket" is not supported`},
+		{"physdev other than is-in", `filter -A FORWARD -m physdev --physdev-in eth0 -j DROP`, `only --physdev-is-in, alone, is modelled`},
+		{"set with counters", `filter -A FORWARD -m set --match-set S dst --packets-gt 1 -j DROP`, `unknown option --packets-gt`},
+		{"set bad flag", `filter -A FORWARD -m set --match-set S dst,foo -j DROP`, `bad flag "foo"`},
+		{"ipvs unknown protocol", `filter -A OUTPUT -m ipvs --vproto foo -j DROP`, `unknown protocol "foo"`},
 		{"socket", `mangle -A PREROUTING -m socket -j ACCEPT`, `match module "socket" is not supported`},
 		{"unknown target", `filter -A FORWARD -j CONNMARK --restore-mark`, `target CONNMARK is not supported`},
 		{"unknown option", `filter -A FORWARD -p tcp -m tcp --syn -j DROP`, `-m tcp: unknown option --syn`},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kproxy/kproxy/internal/ipset"
 	"github.com/kproxy/kproxy/internal/trace"
 )
 
@@ -80,17 +81,20 @@ func buildSave(lines string) string {
 
 // traceCase is one packet traced through the rules of buildSave(rules).
 type traceCase struct {
-	name   string
-	rules  string
-	pkt    trace.Packet // zero fields default from the defaults
-	want   trace.Verdict
-	dnat   []string
-	snat   string // SNAT of every outcome, when set
-	masq   bool
-	mark   *uint32 // final mark of every outcome, when set
-	traced string  // a substring the trace must contain, when set
-	paths  int     // number of outcomes, when set
-	recent map[string][]string
+	name    string
+	rules   string
+	pkt     trace.Packet // zero fields default from the defaults
+	want    trace.Verdict
+	dnat    []string
+	snat    string // SNAT of every outcome, when set
+	masq    bool
+	mark    *uint32 // final mark of every outcome, when set
+	traced  string  // a substring the trace must contain, when set
+	paths   int     // number of outcomes, when set
+	recent  map[string][]string
+	sets    string   // ipset save output given to the tracer, when set
+	ipvs    Balancer // IPVS between the tables, when set
+	bridged []string
 }
 
 func runTraceCases(t *testing.T, v6 bool, local []string, defaults trace.Packet, cases []traceCase) {
@@ -104,6 +108,19 @@ func runTraceCases(t *testing.T, v6 bool, local []string, defaults trace.Packet,
 			for name, list := range tc.recent {
 				tr = tr.WithRecent(name, addrs(list...)...)
 			}
+			if tc.sets != "" {
+				sets, err := ipset.ParseSaveSets([]byte(tc.sets))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tr, err = tr.WithSets(sets); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.ipvs != nil {
+				tr = tr.WithBalancer(tc.ipvs)
+			}
+			tr = tr.WithBridged(tc.bridged...)
 			p := tc.pkt
 			if p.SourceIP == "" {
 				p.SourceIP = defaults.SourceIP

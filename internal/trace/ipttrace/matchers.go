@@ -1,6 +1,7 @@
 package ipttrace
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -206,4 +207,41 @@ func (m recentMatch) match(r *run) (bool, error) {
 		r.pending = append(r.pending, fmt.Sprintf("    recent %s: %s is in list %s", m.cmd, a, m.name))
 	}
 	return ok != m.neg, nil
+}
+
+// physdevMatch is "[!] --physdev-is-in" of -m physdev: the packet came in through
+// a port of a bridge whose bridged packets br_netfilter shows to iptables
+// (Tracer.WithBridged); none does unless given.
+type physdevMatch struct {
+	neg bool
+}
+
+func (m physdevMatch) match(r *run) (bool, error) {
+	return r.tr.bridged[r.pkt.iif] != m.neg, nil
+}
+
+// ipvsMatch is -m ipvs. "--ipvs" sees whether IPVS handled the packet in this
+// trace (the skb's ipvs_property). The other options first need that property
+// (and --vproto the protocol), then xt_ipvs looks the packet's IPVS connection up
+// in the reply direction (conn_out_get): that lookup is not modelled, so reaching
+// it is an error.
+type ipvsMatch struct {
+	onlyProperty bool
+	propertyNeg  bool
+	proto        uint8
+	hasProto     bool
+	protoNeg     bool
+}
+
+func (m ipvsMatch) match(r *run) (bool, error) {
+	if m.onlyProperty {
+		return r.ipvsHandled != m.propertyNeg, nil
+	}
+	if !r.ipvsHandled {
+		return false, nil
+	}
+	if m.hasProto && (r.pkt.proto == m.proto) == m.protoNeg {
+		return false, nil
+	}
+	return false, errors.New("-m ipvs: the lookup of the packet's IPVS connection (--vaddr, --vport, --vdir, --vmethod, --vportctl) is not modelled")
 }

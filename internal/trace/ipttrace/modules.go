@@ -44,6 +44,17 @@ var matchModules = map[string]*moduleSpec{
 		},
 		build: buildRecent,
 	},
+	"set": {opts: map[string]int{"--match-set": 2}, build: buildSet},
+	"physdev": {
+		opts:  map[string]int{"--physdev-in": 1, "--physdev-out": 1, "--physdev-is-in": 0, "--physdev-is-out": 0, "--physdev-is-bridged": 0},
+		build: buildPhysdev,
+	},
+	"ipvs": {
+		opts: map[string]int{
+			"--ipvs": 0, "--vproto": 1, "--vaddr": 1, "--vport": 1, "--vdir": 1, "--vmethod": 1, "--vportctl": 1,
+		},
+		build: buildIPVS,
+	},
 }
 
 func buildNothing(*ruleParser, []option) (matcher, error) { return nil, nil }
@@ -325,4 +336,34 @@ func maskBits(a netip.Addr) (int, error) {
 		}
 	}
 	return bits, nil
+}
+
+func buildPhysdev(_ *ruleParser, opts []option) (matcher, error) {
+	if len(opts) != 1 || opts[0].name != "--physdev-is-in" {
+		return nil, errors.New("only --physdev-is-in, alone, is modelled")
+	}
+	return physdevMatch{neg: opts[0].neg}, nil
+}
+
+func buildIPVS(_ *ruleParser, opts []option) (matcher, error) {
+	m := ipvsMatch{onlyProperty: true}
+	for _, o := range opts {
+		switch o.name {
+		case "--ipvs":
+			m.propertyNeg = o.neg
+		case "--vproto":
+			n, ok := trace.ProtocolNumber(o.vals[0])
+			if !ok {
+				num, err := strconv.ParseUint(o.vals[0], 10, 8)
+				if err != nil {
+					return nil, fmt.Errorf("--vproto: unknown protocol %q", o.vals[0])
+				}
+				n = uint8(num)
+			}
+			m.proto, m.hasProto, m.protoNeg, m.onlyProperty = n, true, o.neg, false
+		default:
+			m.onlyProperty = false
+		}
+	}
+	return m, nil
 }

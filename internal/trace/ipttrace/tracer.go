@@ -18,6 +18,12 @@ type Tracer struct {
 	local  map[netip.Addr]bool
 	tables map[string]*table
 	recent map[string][]netip.Addr // -m recent lists, by name
+	sets   map[string]*ipSet       // -m set sets, by name (WithSets)
+	// bridged are the interfaces whose packets -m physdev sees as bridged
+	// (WithBridged).
+	bridged map[string]bool
+	// balancer is IPVS between the tables (WithBalancer); nil: none.
+	balancer Balancer
 }
 
 // table is one table of the save.
@@ -106,6 +112,22 @@ func (t *Tracer) WithRecent(name string, addrs ...netip.Addr) *Tracer {
 	c := *t
 	c.recent = maps.Clone(t.recent)
 	c.recent[name] = append(slices.Clone(t.recent[name]), addrs...)
+	return &c
+}
+
+// WithBridged returns a copy of the Tracer where packets arriving on the bridges
+// named come in through a bridge port, as br_netfilter (bridge-nf-call-iptables)
+// shows them to iptables: "-m physdev --physdev-is-in" matches them. Without it
+// no packet does.
+func (t *Tracer) WithBridged(names ...string) *Tracer {
+	c := *t
+	c.bridged = maps.Clone(t.bridged)
+	if c.bridged == nil {
+		c.bridged = map[string]bool{}
+	}
+	for _, n := range names {
+		c.bridged[n] = true
+	}
 	return &c
 }
 

@@ -54,6 +54,9 @@ type run struct {
 	skipNAT   bool            // loopback re-entry: the connection's NAT is already decided
 	confirmed bool            // the connection went through POSTROUTING or INPUT
 
+	ipvsHandled bool // IPVS DNATed the packet (the skb's ipvs_property)
+	stolen      bool // IPVS took the packet out of the hook to send it itself
+
 	hook, table string // the built-in chain being run
 }
 
@@ -73,7 +76,7 @@ func (r *run) walk() error {
 		r.pkt.iif = ""
 		r.routeOutput()
 		for _, hook := range []string{"OUTPUT", "POSTROUTING"} {
-			if done, err := r.runHook(hook); done || err != nil {
+			if done, err := r.step(hook); done || err != nil {
 				return err
 			}
 			r.routeOutput() // a DNAT in OUTPUT re-routes the packet
@@ -85,7 +88,7 @@ func (r *run) walk() error {
 		r.skipNAT = true
 		r.pkt.iif, r.pkt.oif = "lo", ""
 		for _, hook := range []string{"PREROUTING", "INPUT"} {
-			if done, err := r.runHook(hook); done || err != nil {
+			if done, err := r.step(hook); done || err != nil {
 				return err
 			}
 		}
@@ -96,7 +99,7 @@ func (r *run) walk() error {
 	// PREROUTING and INPUT.
 	oif := r.pkt.oif
 	r.pkt.oif = ""
-	if done, err := r.runHook("PREROUTING"); done || err != nil {
+	if done, err := r.step("PREROUTING"); done || err != nil {
 		return err
 	}
 	hooks := []string{"FORWARD", "POSTROUTING"}
@@ -106,11 +109,22 @@ func (r *run) walk() error {
 		r.pkt.oif = oif
 	}
 	for _, hook := range hooks {
-		if done, err := r.runHook(hook); done || err != nil {
+		if done, err := r.step(hook); done || err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// step runs one hook of the packet's path. A packet IPVS took there (to a real
+// server elsewhere) goes on from LOCAL_OUT, and the path ends with it.
+func (r *run) step(hook string) (bool, error) {
+	done, err := r.runHook(hook)
+	if err == nil && r.stolen {
+		r.stolen = false
+		return true, r.reinject()
+	}
+	return done, err
 }
 
 // routeOutput picks "lo" as the output interface of a locally generated packet to a
@@ -133,10 +147,17 @@ func natManip(hook string) string {
 	return "src"
 }
 
-// runHook runs the built-in chains of one hook in table order. It returns true when
-// the packet was dropped or rejected.
+// runHook runs the built-in chains of one hook in table order (and IPVS, with a
+// Balancer). It returns true when the packet goes no further in the hook: dropped,
+// rejected, or taken by IPVS to be sent on (r.stolen).
 func (r *run) runHook(hook string) (bool, error) {
-	for _, ht := range hookOrder[hook] {
+	for _, ht := range r.tr.hookTables(hook) {
+		if ht.table == ipvsTable {
+			if stop, err := r.balance(hook, ht.priority); stop || err != nil {
+				return stop, err
+			}
+			continue
+		}
 		tbl := r.tr.tables[ht.table]
 		if tbl == nil || tbl.chains[hook] == nil {
 			continue
@@ -154,6 +175,11 @@ func (r *run) runHook(hook string) (bool, error) {
 		v, err := r.runChain(tbl, hook, 0)
 		if err != nil {
 			return false, err
+		}
+		if ht.table == "nat" {
+			// Without a binding the kernel makes a null one: the manip type is
+			// decided for the connection (nf_nat_alloc_null_binding).
+			r.natDone[natManip(hook)] = true
 		}
 		if v == vNone && c.policy == "DROP" {
 			r.note("  policy DROP")

@@ -6,6 +6,9 @@ import (
 	"net/netip"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kproxy/kproxy/internal/ipset"
+	"github.com/kproxy/kproxy/internal/trace/ipvstrace"
 )
 
 // Fake is a Reader with canned answers, for tests.
@@ -18,6 +21,12 @@ type Fake struct {
 	Recent map[v1.IPFamily]map[string][]netip.Addr
 	// Addresses are the node's addresses by family.
 	Addresses map[v1.IPFamily][]netip.Addr
+	// IPSetSave is `ipset save` output.
+	IPSetSave string
+	// IPVSState is the IPVS state by family.
+	IPVSState map[v1.IPFamily]ipvstrace.IPVS
+	// Bridges are the bridges br_netfilter shows to iptables, by family.
+	Bridges map[v1.IPFamily][]string
 }
 
 var _ Reader = (*Fake)(nil)
@@ -48,4 +57,19 @@ func (f *Fake) IPTablesRecent(_ context.Context, family v1.IPFamily) (map[string
 // LocalAddresses implements Reader.
 func (f *Fake) LocalAddresses(_ context.Context, family v1.IPFamily) ([]netip.Addr, error) {
 	return f.Addresses[family], nil
+}
+
+// IPSets implements Reader.
+func (f *Fake) IPSets(context.Context) ([]ipset.SavedSet, error) {
+	return ipset.ParseSaveSets([]byte(f.IPSetSave))
+}
+
+// IPVS implements Reader.
+func (f *Fake) IPVS(_ context.Context, family v1.IPFamily) (ipvstrace.IPVS, error) {
+	return f.IPVSState[family], nil
+}
+
+// Bridged implements Reader.
+func (f *Fake) Bridged(_ context.Context, family v1.IPFamily) ([]string, error) {
+	return f.Bridges[family], nil
 }

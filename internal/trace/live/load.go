@@ -22,7 +22,7 @@ type Loaded struct {
 	Ruleset string
 }
 
-// Load reads the family's ruleset of mode ("nftables" or "iptables") through r
+// Load reads the family's ruleset of mode ("nftables", "iptables" or "ipvs") through r
 // and returns its evaluator, which knows the node's addresses.
 func Load(ctx context.Context, r Reader, mode string, family v1.IPFamily) (*Loaded, error) {
 	local, err := r.LocalAddresses(ctx, family)
@@ -34,6 +34,8 @@ func Load(ctx context.Context, r Reader, mode string, family v1.IPFamily) (*Load
 		return loadNFT(ctx, r, family, local)
 	case "iptables":
 		return loadIPTables(ctx, r, family, local)
+	case "ipvs":
+		return loadIPVS(ctx, r, family, local)
 	}
 	return nil, fmt.Errorf("the proxy runs in mode %q, which kube-proxy trace does not evaluate", mode)
 }

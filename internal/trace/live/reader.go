@@ -16,7 +16,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/kproxy/kproxy/internal/ipset"
 	"github.com/kproxy/kproxy/internal/iptables"
+	"github.com/kproxy/kproxy/internal/trace/ipvstrace"
 )
 
 // Reader reads what the kernel of this node holds.
@@ -31,6 +33,15 @@ type Reader interface {
 	IPTablesRecent(ctx context.Context, family v1.IPFamily) (map[string][]netip.Addr, error)
 	// LocalAddresses returns the node's own addresses of the family.
 	LocalAddresses(ctx context.Context, family v1.IPFamily) ([]netip.Addr, error)
+	// IPSets returns every ipset (`ipset save`) with its type and entries.
+	IPSets(ctx context.Context) ([]ipset.SavedSet, error)
+	// IPVS returns the family's IPVS virtual servers with their real servers,
+	// its persistence templates (session affinity's memory) and whether IPVS
+	// keeps its packets in conntrack.
+	IPVS(ctx context.Context, family v1.IPFamily) (ipvstrace.IPVS, error)
+	// Bridged returns the bridges whose bridged packets the family's iptables
+	// sees (br_netfilter), for -m physdev.
+	Bridged(ctx context.Context, family v1.IPFamily) ([]string, error)
 }
 
 // Kernel reads this node's kernel (the network namespace the process runs in).

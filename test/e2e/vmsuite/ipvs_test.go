@@ -15,11 +15,11 @@ const (
 
 // DefaultRun is the suite's tests run in ipvs mode in the VM: every one that
 // concerns ipvs mode, from pods, from the node and from outside, the proxy's
-// restarts, drift detection and repair, and the switch to nftables mode and back.
-// Not run: the tests of nftables- or iptables-only behaviour (they skip in ipvs
-// mode anyway), the status page (no Chromium in the VM), and TestTrace: kproxy's
-// ipvs mode has no `kube-proxy trace` yet (docs/ipvs.md).
-const DefaultRun = "^(TestClusterIP|TestClusterIPNamedTargetPort|TestNoEndpoints|TestClusterIPFromNode|TestStaleUDPConntrack|TestExplain|TestNodePort|TestLoadBalancer|TestExternalTrafficPolicyLocal|TestNodePortAddresses|TestLocalhostNodePorts|TestModeSwitch|TestLifecycle|TestHairpin|TestMasqueradeAndLocalDetectors|TestSessionAffinityClientIP|TestInternalTrafficPolicyLocal|TestSessionAffinitySurvivesRestart|TestTopology|TestTerminatingFallback|TestDrift)$"
+// restarts, drift detection and repair, `kube-proxy trace`, and the switch to
+// nftables mode and back. Not run: the tests of nftables- or iptables-only
+// behaviour (they skip in ipvs mode anyway) and the status page (no Chromium in the
+// VM).
+const DefaultRun = "^(TestClusterIP|TestClusterIPNamedTargetPort|TestNoEndpoints|TestClusterIPFromNode|TestStaleUDPConntrack|TestExplain|TestNodePort|TestLoadBalancer|TestExternalTrafficPolicyLocal|TestNodePortAddresses|TestLocalhostNodePorts|TestModeSwitch|TestLifecycle|TestHairpin|TestMasqueradeAndLocalDetectors|TestSessionAffinityClientIP|TestInternalTrafficPolicyLocal|TestSessionAffinitySurvivesRestart|TestTopology|TestTerminatingFallback|TestDrift|TestTrace)$"
 
 // TestIPVSSuiteInVM runs the e2e suite in ipvs mode in the 6.1 VM against this
 // host's API server (see the package documentation).
