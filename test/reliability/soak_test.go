@@ -80,7 +80,7 @@ func TestChurnSoak(t *testing.T) {
 		rssOK, gOK, p99OK := s.Verdicts()
 		lo, hi := s.P99Range()
 		if !rssOK {
-			t.Errorf("kproxy's RSS grew by %.1f%% from the first minute (%s) to the last (%s; medians of their readings), over the issue's %.0f%%",
+			t.Errorf("kproxy's RSS grew by %.1f%% from the first minute (%s) to the last (%s; peaks of their readings, one a second), over the issue's %.0f%%",
 				100*s.RSSGrowth(), bench.FmtMiB(s.RSSFirstMinute), bench.FmtMiB(s.RSSEnd), 100*rssGrowthBound)
 		}
 		if !gOK {
