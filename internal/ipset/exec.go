@@ -104,6 +104,17 @@ func (e *Exec) Save(ctx context.Context) (map[string][]string, error) {
 	return ParseSave(out)
 }
 
+// SaveSets runs `ipset save` and reads every set with its type, family and
+// entries (ParseSaveSets), for readers that need more than Save's entries
+// (`kube-proxy trace`).
+func (e *Exec) SaveSets(ctx context.Context) ([]SavedSet, error) {
+	out, err := e.run(ctx, nil, "save")
+	if err != nil {
+		return nil, err
+	}
+	return ParseSaveSets(out)
+}
+
 // Restore implements Interface.
 func (e *Exec) Restore(ctx context.Context, script []byte) error {
 	if len(script) == 0 {

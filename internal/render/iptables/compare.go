@@ -9,7 +9,7 @@ import (
 	"github.com/kproxy/kproxy/internal/iptables"
 )
 
-// compareCheckEvery is how many chains CompareTable compares between two looks at
+// compareCheckEvery is how many chains CompareTables compares between two looks at
 // its context: it runs under a proxier's sync lock, and a sync that wants the lock
 // cancels the comparison (proxycore.Core.LockForSync) instead of waiting for the
 // whole table (tens of thousands of chains at 10,000 Services).
@@ -32,8 +32,9 @@ func KernelTables() []iptables.Table {
 
 // CompareTables adds to r how the kernel's tables (as iptables.SaveTables read
 // KernelTables; one missing from kernel is empty) differ from what st applied to
-// them, for drift detection (internal/drift) in the iptables and ipvs modes: each chain st renders must hold exactly its
-// rules, in order (the renderers write every rule as iptables-save prints it);
+// them, for drift detection (internal/drift) in the iptables and ipvs modes:
+// each chain st renders must hold exactly its rules, in order (the renderers
+// write every rule as iptables-save prints it);
 // the jumps of table from the built-in chains to a chain that exists or is
 // rendered must be there; and no chain owned may be left that st does not
 // render. Other software's chains and rules are not compared. Rules are compared

@@ -1,7 +1,6 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,29 +12,17 @@ import (
 
 	"github.com/vishvananda/netlink"
 	v1 "k8s.io/api/core/v1"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/kproxy/kproxy/internal/ipset"
 	"github.com/kproxy/kproxy/internal/ipvs"
 	"github.com/kproxy/kproxy/internal/trace/ipvstrace"
 )
 
-// IPSets implements Reader with `ipset save`.
+// IPSets implements Reader with `ipset save` (internal/ipset's Exec).
 func (k *Kernel) IPSets(ctx context.Context) ([]ipset.SavedSet, error) {
-	ex := k.Exec
-	if ex == nil {
-		ex = utilexec.New()
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := ex.CommandContext(ctx, "ipset", "save")
-	cmd.SetStdout(&stdout)
-	cmd.SetStderr(&stderr)
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("ipset save: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	sets, err := ipset.ParseSaveSets(stdout.Bytes())
+	sets, err := ipset.New(k.Exec).SaveSets(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading ipset save: %w", err)
+		return nil, fmt.Errorf("reading the ipsets: %w", err)
 	}
 	return sets, nil
 }
