@@ -3,9 +3,6 @@ package nftables
 import (
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
-
-	"github.com/kproxy/kproxy/internal/model"
 	"github.com/kproxy/kproxy/internal/nftnetlink"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
@@ -28,16 +25,7 @@ func BenchmarkFullSync30k(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		st := model.NewState(v1.IPv4Protocol, testNodeName)
-		for i := range svcs {
-			st.OnServiceAdd(svcs[i])
-			st.AddEndpointSlice(epSlices[i])
-		}
-		if upd := st.Commit(); len(upd.Changed) != services {
-			b.Fatalf("committed %d ServicePorts, want %d", len(upd.Changed), services)
-		}
-		base := render.RenderBase(&cfg)
-		rs := render.NewState(&base, render.RenderServices(&cfg, collectViews(st)))
+		rs := renderFull(&cfg, modelOf(b, svcs, epSlices))
 		if _, err := ex.InventoryOf(render.FullOps(rs)); err != nil {
 			b.Fatal(err)
 		}

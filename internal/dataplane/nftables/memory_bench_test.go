@@ -35,17 +35,9 @@ func BenchmarkRetainedMemory10k(b *testing.B) {
 	var modelMB, renderMB, churnedMB float64
 	for b.Loop() {
 		before := liveHeapMB()
-		st := model.NewState(v1.IPv4Protocol, testNodeName)
-		for i := range svcs {
-			st.OnServiceAdd(svcs[i])
-			st.AddEndpointSlice(epSlices[i])
-		}
-		if upd := st.Commit(); len(upd.Changed) != services {
-			b.Fatalf("committed %d ServicePorts, want %d", len(upd.Changed), services)
-		}
+		st := modelOf(b, svcs, epSlices)
 		withModel := liveHeapMB()
-		base := render.RenderBase(&cfg)
-		rs := render.NewState(&base, render.RenderServices(&cfg, collectViews(st)))
+		rs := renderFull(&cfg, st)
 		for op := range render.FullOps(rs) {
 			_ = op
 		}
@@ -88,6 +80,27 @@ func churnAllButOne(b *testing.B, st *model.State, rs *render.State, cfg *render
 }
 
 func collectViews(st *model.State) []*model.ServicePortView { return slices.Collect(st.Views()) }
+
+// modelOf is a model holding svcs and their epSlices (one slice per Service, in
+// order), committed as the initial sync commits it.
+func modelOf(b *testing.B, svcs []*v1.Service, epSlices []*discovery.EndpointSlice) *model.State {
+	b.Helper()
+	st := model.NewState(v1.IPv4Protocol, testNodeName)
+	for i := range svcs {
+		st.OnServiceAdd(svcs[i])
+		st.AddEndpointSlice(epSlices[i])
+	}
+	if upd := st.Commit(); len(upd.Changed) != len(svcs) {
+		b.Fatalf("committed %d ServicePorts, want %d", len(upd.Changed), len(svcs))
+	}
+	return st
+}
+
+// renderFull renders every Service of st as a full sync does.
+func renderFull(cfg *render.Config, st *model.State) *render.State {
+	base := render.RenderBase(cfg)
+	return render.NewState(&base, render.RenderServices(cfg, collectViews(st)))
+}
 
 // liveHeapMB is the heap in use after a complete collection.
 func liveHeapMB() float64 {
