@@ -98,17 +98,21 @@ takeover:
 ## reliability: issue 16's scenarios in full (proxy restarts in a row with 1,000 Services;
 ## the API server restarted, then down a minute; odd but valid API data; a 30-minute churn
 ## soak of 10,000 Services at 50 changes/s), kproxy and upstream kube-proxy in nftables and
-## iptables mode under continuous probes (root; about 2 h 30 min on a 2-core machine:
-## the soak takes 2 h 5 min of it, more when loaded). Writes
+## iptables mode under continuous probes (root; about 3 h on a 2-core machine:
+## the soak takes 2 h 5 min of it, more when loaded, the fuzzing 30 min). Writes
 ## bench/results/<timestamp>-reliability.md and .json; short versions run in `make test`.
 ## RELIABILITY_RESTARTS=5, RELIABILITY_SOAK_DURATION=6m RELIABILITY_SOAK_WINDOW=1m,
-## RELIABILITY_SOAK_SERVICES=n run a reduced version. See docs/reliability.md.
+## RELIABILITY_SOAK_SERVICES=n run a reduced version. Then every fuzz target for
+## RELIABILITY_FUZZTIME (2 min each, about 30 min; make test runs them for 5 s each).
+## See docs/reliability.md.
+RELIABILITY_FUZZTIME ?= 2m
 .PHONY: reliability
 reliability: setup
 	$(E2E_ENV) KPROXY_RELIABILITY=full KPROXY_RELIABILITY_RESTARTS=$(RELIABILITY_RESTARTS) \
 		KPROXY_RELIABILITY_SOAK_DURATION=$(RELIABILITY_SOAK_DURATION) KPROXY_RELIABILITY_SOAK_WINDOW=$(RELIABILITY_SOAK_WINDOW) \
 		KPROXY_RELIABILITY_SOAK_SERVICES=$(RELIABILITY_SOAK_SERVICES) \
 		KPROXY_RELIABILITY_OUT=$(CURDIR)/bench/results go test -count=1 -timeout 4h -v ./test/reliability/
+	FUZZTIME=$(RELIABILITY_FUZZTIME) hack/fuzz.sh
 
 ## unit: the tests that need neither root nor the upstream binaries.
 unit:

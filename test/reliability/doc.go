@@ -27,10 +27,11 @@
 //     under the same probes: one goroutine measures change-to-programmed latency one
 //     change after another with the bench's own change (bench.Loader.ChangeEndpoint:
 //     a churn Service's endpoint replaced, then probed through its ClusterIP until the
-//     new pod answers); writers make the other changes. RSS and go_goroutines (the
-//     metrics port, both proxies) are read every 10 s. Reported per window: changes,
-//     p50/p99/max latency, RSS, goroutines; verdicts per proxy: RSS after the soak within
-//     10% of RSS after the first minute, goroutines flat, p99 stable over the windows
+//     new pod answers); writers make the other changes. RSS (VmRSS) is read every
+//     second and go_goroutines (the metrics port, both proxies) every 10 s. Reported
+//     per window: changes, p50/p99/max latency, peak RSS, goroutines; verdicts per
+//     proxy: the peak RSS of the last minute within 10% of the first minute's,
+//     goroutines flat, p99 stable over the windows
 //     (Soak.Verdicts; kproxy is held to them). iptables mode soaks at most 1,000
 //     Services (iptables-nft cannot restore 10,000 in minutes) and runs first, and the
 //     soak's file sorts last: the World's Services only grow.
