@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kproxy/kproxy/internal/dataplane/proxycore"
 	"github.com/kproxy/kproxy/internal/model"
 	render "github.com/kproxy/kproxy/internal/render/nftables"
 )
@@ -70,11 +71,9 @@ func churnAllButOne(b *testing.B, st *model.State, rs *render.State, cfg *render
 		if len(upd.Changed) == 0 {
 			b.Fatalf("changing slices %d and on changed no ServicePort", lo)
 		}
-		updates := make(map[model.ServicePortName]*render.Fragment, len(upd.Changed))
-		for _, name := range upd.Changed {
-			f := render.RenderService(cfg, st.View(name))
-			updates[name] = &f
-		}
+		updates := proxycore.RenderChanged(st, upd, func(v *model.ServicePortView) render.Fragment {
+			return render.RenderService(cfg, v)
+		})
 		rs.Commit(rs.Plan(nil, updates, render.PlanOptions{}))
 	}
 }
