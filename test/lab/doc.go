@@ -27,7 +27,8 @@
 //   - Namespace names are <prefix><pid>-<random>-<role> (prefix "kpl-"); Start removes
 //     leftovers with the prefix whose owning process is gone (and their temporary work
 //     directories), so concurrent labs do not disturb each other. CloseOnSignal tears
-//     down on SIGINT/SIGTERM; child processes also die with the owner (Pdeathsig).
+//     down on SIGINT/SIGTERM; child processes also die with the owner (Pdeathsig, through
+//     internal/testing/childproc: only with the owner, not with the thread that forked them).
 //   - Node objects for node1 and node2 are registered by Start; EndpointSlices are
 //     written as the EndpointSlice controller would (BuildEndpointSlices, SetEndpoints),
 //     since no controller manager runs.

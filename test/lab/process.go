@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kproxy/kproxy/internal/testing/childproc"
 )
 
 // Process is a long-running program the lab started inside a namespace. The lab kills
@@ -23,10 +25,9 @@ type Process struct {
 	// KillOnStop skips the graceful SIGTERM (throw-away state such as the control plane).
 	KillOnStop bool
 
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
-	err  error // valid after done is closed
+	child *childproc.Child
+	log   *os.File
+	done  chan struct{} // closed once the child has exited and its log is closed
 }
 
 // startProcess runs bin with args inside ns, in its own process group, with stdout and
@@ -48,14 +49,15 @@ func StartCommand(ns *NS, name, logPath string, argv []string) (*Process, error)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	child, err := childproc.Start(cmd) // with its parent-death signal
+	if err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Process{Name: name, NS: ns, LogPath: logPath, cmd: cmd, log: logf, done: make(chan struct{})}
+	p := &Process{Name: name, NS: ns, LogPath: logPath, child: child, log: logf, done: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
+		<-child.Done()
 		logf.Close()
 		close(p.done)
 	}()
@@ -63,7 +65,7 @@ func StartCommand(ns *NS, name, logPath string, argv []string) (*Process, error)
 }
 
 // Pid is the process ID (`ip netns exec` execs the program in place).
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.child.Pid() }
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -72,7 +74,7 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
-		return true, p.err
+		return true, p.child.Err()
 	default:
 		return false, nil
 	}
@@ -128,7 +130,7 @@ func (p *Process) Stop(grace time.Duration) error {
 func (p *Process) Wait(ctx context.Context) error {
 	select {
 	case <-p.done:
-		return p.err
+		return p.child.Err()
 	case <-ctx.Done():
 		return ctx.Err()
 	}

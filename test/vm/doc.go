@@ -26,7 +26,8 @@
 //     when there is none: no hello from the agent within Config.BootTimeout, the
 //     payload overran Config.Timeout, the VM stopped, or the context ended. qemu is in
 //     its own process group, killed on every return path (and by the kernel if the
-//     caller dies: Pdeathsig); the run's temporary directory is removed as soon as the
+//     caller dies: Pdeathsig, tied by internal/testing/childproc to a thread that
+//     outlives qemu, not to whichever thread happened to fork it); the run's temporary directory is removed as soon as the
 //     VM is up, and on every return path.
 //   - With Config.Net, qemu runs inside the named network namespace and creates its tap
 //     device there (never in the root namespace); the tap gets the host side's

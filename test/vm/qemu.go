@@ -37,8 +37,9 @@ func qemuCommand(cfg Config, initrd, sock, tap string) *exec.Cmd {
 	args = append(args, "-append", strings.Join(append_, " "))
 	cmd := exec.Command(name, append(pre, args...)...)
 	// Its own process group (a terminal's Ctrl-C reaches the wrapper, which kills
-	// the group), and killed by the kernel if the wrapper dies without cleaning up.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// the group); Run starts it with childproc, which has the kernel kill it if the
+	// wrapper dies without cleaning up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
 }
 

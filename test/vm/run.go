@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/kproxy/kproxy/internal/testing/childproc"
 )
 
 // Result is what one run of the VM gave.
@@ -68,12 +70,11 @@ func (cfg Config) Run(ctx context.Context, p Payload) (Result, error) {
 	cmd := qemuCommand(cfg, initrd, sock, tap)
 	cmd.Stdout, cmd.Stderr = console, console
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	child, err := childproc.Start(cmd)
+	if err != nil {
 		return res, fmt.Errorf("starting %s: %w", cfg.QEMU, err)
 	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
+	exited := child.Done()
 	stop := func() {
 		select {
 		case <-exited:
@@ -155,14 +156,14 @@ func (cfg Config) Run(ctx context.Context, p Payload) (Result, error) {
 				_ = host.send(frameSignal, []byte{byte(s)})
 			}
 		case err := <-readErr:
-			return fail(fmt.Errorf("the VM's frame stream ended before the payload's exit code (%w)%s", err, exitNote(exited, &waitErr)))
+			return fail(fmt.Errorf("the VM's frame stream ended before the payload's exit code (%w)%s", err, exitNote(child)))
 		case <-vmExited:
 			// Frames still in the socket come first (the exit code may be among them),
 			// then the end of the stream; the timer bounds the wait for both.
 			vmExited = nil
 			timer.Stop()
 			timer.Reset(5 * time.Second)
-			timeout = fmt.Errorf("the VM stopped before the payload's exit code%s", exitNote(exited, &waitErr))
+			timeout = fmt.Errorf("the VM stopped before the payload's exit code%s", exitNote(child))
 		case <-timer.C:
 			return fail(timeout)
 		case <-ctx.Done():
@@ -172,11 +173,11 @@ func (cfg Config) Run(ctx context.Context, p Payload) (Result, error) {
 }
 
 // exitNote describes qemu's exit for an error message, once it has exited.
-func exitNote(exited <-chan struct{}, waitErr *error) string {
+func exitNote(qemu *childproc.Child) string {
 	select {
-	case <-exited:
-		if *waitErr != nil {
-			return fmt.Sprintf("; qemu: %v", *waitErr)
+	case <-qemu.Done():
+		if err := qemu.Err(); err != nil {
+			return fmt.Sprintf("; qemu: %v", err)
 		}
 		return "; qemu exited 0"
 	default:
