@@ -19,8 +19,6 @@ import (
 // reads.
 func (p *Proxier) comparison() *proxycore.DriftComparison[map[iptables.Table]*iptables.SaveTable] {
 	return &proxycore.DriftComparison[map[iptables.Table]*iptables.SaveTable]{
-		Lock:   &p.syncMu,
-		Writes: func() uint64 { return p.writes },
 		Read: func(ctx context.Context) (map[iptables.Table]*iptables.SaveTable, error) {
 			return iptables.SaveTables(ctx, p.cfg.IPT, render.KernelTables()...)
 		},
@@ -43,5 +41,5 @@ func (p *Proxier) Verify(ctx context.Context) (*drift.Report, error) {
 // DriftCheckPeriod and, when they differ, makes the next sync, triggered at once,
 // a full one (proxycore.RunDriftChecks). It returns nil when ctx is done.
 func (p *Proxier) RunDriftChecks(ctx context.Context, trigger func()) error {
-	return proxycore.RunDriftChecks(ctx, p.core, p.comparison(), p.RequestFullSync, trigger)
+	return proxycore.RunDriftChecks(ctx, p.core, p.comparison(), trigger)
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -49,15 +47,9 @@ type Config struct {
 
 // Proxier programs one IP family; see the package documentation.
 type Proxier struct {
+	// Common: Inspectable, Precommit and RequestFullSync, as every mode's.
+	proxycore.Common
 	cfg Config
-	// fullSyncRequested is set by RequestFullSync (any goroutine).
-	fullSyncRequested atomic.Bool
-	// syncMu is held by Sync, and by a drift comparison while it compares (not
-	// while it reads the kernel): it must not see a sync's applied state half-way.
-	syncMu sync.Mutex
-	// writes counts the successful restores (under syncMu): a drift comparison
-	// that saw one start is made again.
-	writes uint64
 
 	// Owned by the Sync goroutine.
 	// core is what every mode's proxier shares: model commits, node addresses,
@@ -92,6 +84,7 @@ func New(cfg Config) (*Proxier, error) {
 		return nil, err
 	}
 	return &Proxier{
+		Common:    core.Common(),
 		cfg:       cfg,
 		core:      core,
 		renderCfg: cfg.Render,
@@ -99,39 +92,23 @@ func New(cfg Config) (*Proxier, error) {
 	}, nil
 }
 
-// Inspectable is what the state API reads of this proxier (any goroutine).
-func (p *Proxier) Inspectable() proxycore.Inspectable { return p.core }
-
 // publish records, for the state API, the settings this sync wrote with.
 func (p *Proxier) publish() {
 	cfg := p.renderCfg
 	p.core.Publish(proxycore.Published{
 		NodePortAddresses: cfg.NodePortAddresses, LocalDetector: cfg.LocalDetector,
-		Describe: func(v *model.ServicePortView) []string {
-			f := render.RenderService(&cfg, v)
-			return f.Describe()
-		},
+		Describe: proxycore.Describer(&cfg, render.RenderService),
 	})
 }
-
-// Precommit commits the model's pending changes ahead of the first sync, for it
-// (model.Precommitter); it does nothing once a sync has run. It must be called from
-// the goroutine that calls Sync.
-func (p *Proxier) Precommit() { p.core.Precommit() }
-
-// RequestFullSync makes the next Sync rewrite every chain (any goroutine): the canary
-// monitor calls it when someone flushed the tables, as upstream's
-// forceSyncProxyRules. The caller then triggers a sync.
-func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
 
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it sent anything to the kernel (accepted or not).
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
-	p.core.LockForSync(&p.syncMu)
-	defer p.syncMu.Unlock()
+	p.core.LockForSync()
+	defer p.core.UnlockSync()
 	logger, start, update := p.core.Begin(ctx)
 	ctx = klog.NewContext(ctx, logger)
-	full := p.applied == nil || p.fullSyncRequested.Swap(false) ||
+	full := p.applied == nil || p.core.TakeFullSyncRequest() ||
 		// As upstream, no periodic full sync in large clusters.
 		(p.core.FullSyncDue(start) && !p.renderCfg.LargeCluster)
 	baseChanged := p.core.RefreshNodePortIPs(ctx, &p.renderCfg.NodePortAddresses) && p.applied != nil
@@ -208,7 +185,7 @@ func (p *Proxier) fullSync(ctx context.Context, start time.Time) error {
 	// iptables-restore cannot add a rule to a built-in chain without flushing it:
 	// the jumps are ensured one by one, on full syncs only (first sync, after a
 	// flush noticed by the canary, after a failure), as upstream.
-	p.writes++
+	p.core.CountWrite()
 	for _, j := range render.JumpRules() {
 		if err := iptables.EnsureJump(ctx, p.cfg.IPT, iptables.Table(j.Table), iptables.Chain(j.Chain), iptables.Chain(j.Target), j.Args); err != nil {
 			return err
@@ -264,7 +241,7 @@ func (p *Proxier) ensureCounters(ctx context.Context) {
 // restore runs the restore input in p.buf. A failed full restore is counted here;
 // a failed partial one by the caller, which then does a full one.
 func (p *Proxier) restore(ctx context.Context, full bool) error {
-	p.writes++ // before: a failed restore may have changed a table (legacy commits table by table)
+	p.core.CountWrite() // before: a failed restore may have changed a table (legacy commits table by table)
 	err := p.cfg.IPT.Restore(ctx, p.buf.Bytes())
 	if err == nil {
 		return nil

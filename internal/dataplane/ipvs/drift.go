@@ -48,9 +48,7 @@ func (l *listing) inTermination(k ipvs.Key, ap netip.AddrPort) bool {
 // for IPVS or ipsets: every check lists.
 func (p *Proxier) comparison() *proxycore.DriftComparison[*listing] {
 	return &proxycore.DriftComparison[*listing]{
-		Lock:   &p.syncMu,
-		Writes: func() uint64 { return p.writes },
-		Read:   p.list,
+		Read: p.list,
 		Compare: func(ctx context.Context, kernel *listing, r *drift.Report) error {
 			if p.applied == nil {
 				return proxycore.ErrNothingApplied
@@ -70,7 +68,7 @@ func (p *Proxier) Verify(ctx context.Context) (*drift.Report, error) {
 // DriftCheckPeriod and, when they differ, makes the next sync, triggered at once,
 // a full one (proxycore.RunDriftChecks). It returns nil when ctx is done.
 func (p *Proxier) RunDriftChecks(ctx context.Context, trigger func()) error {
-	return proxycore.RunDriftChecks(ctx, p.core, p.comparison(), p.RequestFullSync, trigger)
+	return proxycore.RunDriftChecks(ctx, p.core, p.comparison(), trigger)
 }
 
 // list lists what the comparison reads; any failure fails it.

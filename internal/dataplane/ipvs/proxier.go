@@ -8,8 +8,6 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -46,16 +44,9 @@ type Config struct {
 
 // Proxier programs one IP family; see the package documentation.
 type Proxier struct {
+	// Common: Inspectable, Precommit and RequestFullSync, as every mode's.
+	proxycore.Common
 	cfg Config
-	// fullSyncRequested is set by RequestFullSync (any goroutine).
-	fullSyncRequested atomic.Bool
-	// syncMu is held by Sync, and by a drift comparison while it compares (not
-	// while it lists the kernel): it must not see a sync's applied state
-	// half-way.
-	syncMu sync.Mutex
-	// writes counts the syncs that wrote to the kernel (under syncMu): a drift
-	// comparison that saw one start is made again.
-	writes uint64
 
 	// Owned by the Sync goroutine.
 	core      *proxycore.Core
@@ -84,18 +75,8 @@ func New(cfg Config) (*Proxier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Proxier{cfg: cfg, core: core, renderCfg: cfg.Render, frags: map[model.ServicePortName]*render.Fragment{}}, nil
+	return &Proxier{Common: core.Common(), cfg: cfg, core: core, renderCfg: cfg.Render, frags: map[model.ServicePortName]*render.Fragment{}}, nil
 }
-
-// Inspectable is what the state API reads of this proxier (any goroutine).
-func (p *Proxier) Inspectable() proxycore.Inspectable { return p.core }
-
-// Precommit commits the model's pending changes ahead of the first sync, for it
-// (model.Precommitter); it must be called from the goroutine that calls Sync.
-func (p *Proxier) Precommit() { p.core.Precommit() }
-
-// RequestFullSync makes the next Sync list the kernel and repair it (any goroutine).
-func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
 
 // publish records, for the state API, the settings this sync wrote with.
 func (p *Proxier) publish() {
@@ -111,11 +92,11 @@ func (p *Proxier) publish() {
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it wrote anything to the kernel.
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
-	p.core.LockForSync(&p.syncMu)
-	defer p.syncMu.Unlock()
+	p.core.LockForSync()
+	defer p.core.UnlockSync()
 	logger, start, update := p.core.Begin(ctx)
 	ctx = klog.NewContext(ctx, logger)
-	full := p.applied == nil || p.fullSyncRequested.Swap(false) || p.core.FullSyncDue(start)
+	full := p.applied == nil || p.core.TakeFullSyncRequest() || p.core.FullSyncDue(start)
 	addrsChanged := p.refreshAddresses(ctx)
 	if full || addrsChanged {
 		clear(p.frags)
@@ -145,7 +126,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	w := &writer{p: p, ctx: ctx}
 	w.apply(prev, desired)
 	if w.ops > 0 {
-		p.writes++
+		p.core.CountWrite()
 	}
 	if err := w.err(); err != nil {
 		p.applied, p.rules = nil, nil

@@ -40,8 +40,6 @@ const TableCheckInterval = 500 * time.Millisecond
 func (p *Proxier) comparison() *proxycore.DriftComparison[*nftnetlink.Inventory] {
 	inv := p.cfg.Inventories
 	return &proxycore.DriftComparison[*nftnetlink.Inventory]{
-		Lock:       &p.syncMu,
-		Writes:     func() uint64 { return p.writes },
 		Generation: inv.Generation,
 		Read: func(ctx context.Context) (*nftnetlink.Inventory, error) {
 			defer p.largeWork()()
@@ -94,11 +92,8 @@ func (p *Proxier) RunDriftChecks(ctx context.Context, trigger func()) error {
 	if p.cfg.Inventories == nil {
 		return nil
 	}
-	return proxycore.RunDriftChecks(ctx, p.core, p.comparison(), p.RequestFullSync, trigger)
+	return proxycore.RunDriftChecks(ctx, p.core, p.comparison(), trigger)
 }
-
-// RequestFullSync makes the next Sync rewrite the whole table (any goroutine).
-func (p *Proxier) RequestFullSync() { p.fullSyncRequested.Store(true) }
 
 // Applied reports whether a sync has succeeded and nothing failed since (any
 // goroutine): whether the table is expected to exist.

@@ -72,9 +72,8 @@ func (k kernelInventories) ReadInventory(context.Context) (*nftnetlink.Inventory
 	}
 	k.mu.Unlock()
 	// What the proxier applied, read under its lock as a kernel would hold it.
-	k.proxier.syncMu.Lock()
-	inv, _ := k.InventoryOf(fullOpsOf(k.proxier))
-	k.proxier.syncMu.Unlock()
+	var inv *nftnetlink.Inventory
+	k.proxier.core.WithSyncLock(func() { inv, _ = k.InventoryOf(fullOpsOf(k.proxier)) })
 	if broken != nil {
 		broken(inv)
 	}

@@ -56,33 +56,28 @@ type Config struct {
 
 // Proxier programs one IP family; see the package documentation.
 type Proxier struct {
+	// Common: Inspectable, Precommit and RequestFullSync, as every mode's.
+	proxycore.Common
 	cfg Config
 
 	mu           sync.Mutex
 	serviceCIDRs []netip.Prefix
 	cidrsChanged bool
 
-	// syncMu is held by Sync and Verify: a comparison must not see a sync's
-	// applied state and kernel half-way.
-	syncMu sync.Mutex
-	// fullSyncRequested is set by RequestFullSync (a drift check found
-	// differences), tableMissing by MonitorTable; hasApplied is Applied's.
-	fullSyncRequested atomic.Bool
-	tableMissing      atomic.Bool
-	hasApplied        atomic.Bool
+	// tableMissing is set by MonitorTable; hasApplied is Applied's.
+	tableMissing atomic.Bool
+	hasApplied   atomic.Bool
 
-	// Owned by the Sync goroutine (or under syncMu).
+	// Owned by the Sync goroutine (or under the Core's sync lock).
 	// core is what every mode's proxier shares: model commits, node addresses,
 	// the follow-up work.
 	core      *proxycore.Core
 	renderCfg render.Config
 	base      *render.Fragment
 	applied   *render.State
-	// writes counts the successful transactions (drift comparisons that saw one
-	// start are made again); want is the inventory of what was applied, for them
-	// (nil: rebuilt when next needed).
-	writes uint64
-	want   *nftnetlink.Inventory
+	// want is the inventory of what was applied, for drift comparisons (nil:
+	// rebuilt when next needed).
+	want *nftnetlink.Inventory
 }
 
 // New returns a Proxier; it touches nothing.
@@ -98,6 +93,7 @@ func New(cfg Config) (*Proxier, error) {
 		return nil, err
 	}
 	return &Proxier{
+		Common:       core.Common(),
 		cfg:          cfg,
 		core:         core,
 		renderCfg:    cfg.Render,
@@ -105,26 +101,15 @@ func New(cfg Config) (*Proxier, error) {
 	}, nil
 }
 
-// Inspectable is what the state API reads of this proxier (any goroutine).
-func (p *Proxier) Inspectable() proxycore.Inspectable { return p.core }
-
 // publish records, for the state API, the settings this sync wrote with.
 func (p *Proxier) publish() {
 	cfg := p.renderCfg
 	p.core.Publish(proxycore.Published{
 		NodePortAddresses: cfg.NodePortAddresses, LocalDetector: cfg.LocalDetector,
 		ServiceCIDRs: cfg.ServiceCIDRs,
-		Describe: func(v *model.ServicePortView) []string {
-			f := render.RenderService(&cfg, v)
-			return f.Describe()
-		},
+		Describe:     proxycore.Describer(&cfg, render.RenderService),
 	})
 }
-
-// Precommit commits the model's pending changes ahead of the first sync, for it
-// (model.Precommitter); it does nothing once a sync has run. It must be called from
-// the goroutine that calls Sync.
-func (p *Proxier) Precommit() { p.core.Precommit() }
 
 // SetServiceCIDRs records the cluster's ServiceCIDRs of this family (any goroutine).
 func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
@@ -139,11 +124,11 @@ func (p *Proxier) SetServiceCIDRs(cidrs []netip.Prefix) {
 // Sync applies every change committed to the model since the last successful Sync.
 // It reports whether it sent a transaction to the kernel (accepted or not).
 func (p *Proxier) Sync(ctx context.Context) (bool, error) {
-	p.core.LockForSync(&p.syncMu)
-	defer p.syncMu.Unlock()
+	p.core.LockForSync()
+	defer p.core.UnlockSync()
 	logger, start, update := p.core.Begin(ctx)
 	baseChanged := p.refreshRenderConfig(ctx)
-	full := p.applied == nil || p.fullSyncRequested.Swap(false) || p.core.FullSyncDue(start)
+	full := p.applied == nil || p.core.TakeFullSyncRequest() || p.core.FullSyncDue(start)
 	if p.tableMissing.Swap(false) && p.applied != nil {
 		// The table monitor found the table deleted.
 		r := &drift.Report{Family: string(p.cfg.Family), Checked: start}
@@ -229,7 +214,7 @@ func (p *Proxier) Sync(ctx context.Context) (bool, error) {
 	}
 	commit()
 	if ops > 0 {
-		p.writes++
+		p.core.CountWrite()
 	}
 	p.hasApplied.Store(true)
 	logger.V(2).Info("Synced nftables rules", "full", full, "changed", len(update.Changed), "deleted", len(update.Deleted),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +74,15 @@ type Core struct {
 	// comparison gives way to syncs).
 	lastBegin atomic.Int64
 	driftRead atomic.Pointer[context.CancelFunc]
+
+	// syncMu is held by the proxier's Sync (LockForSync), and by a drift
+	// comparison while it compares (not while it reads the kernel): it must not
+	// see a sync's applied state half-way. writes counts the syncs that wrote to
+	// the kernel (under syncMu: CountWrite): a comparison that saw one start is
+	// made again. fullSyncRequested is set by RequestFullSync (common.go).
+	syncMu            sync.Mutex
+	writes            uint64
+	fullSyncRequested atomic.Bool
 }
 
 // New returns the Core of a proxier of mode ("nftables", "iptables": for errors),
@@ -106,11 +116,6 @@ func New(mode string, cfg *Config, defaultFullSyncPeriod time.Duration) (*Core, 
 		}),
 	}, nil
 }
-
-// Precommit commits the model's pending changes ahead of the first sync, for it
-// (model.Precommitter); it does nothing once a sync has run. It must be called from
-// the goroutine that calls Sync.
-func (c *Core) Precommit() { c.commits.Precommit() }
 
 // Begin starts a sync: it takes the time, commits the model and reports the API
 // data the model skipped. The logger carries the family.

@@ -8,6 +8,11 @@
 //     API data the model skipped, keeps the time of the last full sync, refreshes
 //     the node's NodePort addresses, and owns the follow-up work of a sync
 //     (internal/dataplane/followup).
+//   - The skeleton around every mode's Sync (common.go): the sync lock
+//     (LockForSync, UnlockSync), the count of kernel writes a drift comparison
+//     checks under it (CountWrite), full-sync requests (RequestFullSync,
+//     TakeFullSyncRequest), and Common, the daemon-facing methods (Inspectable,
+//     Precommit, RequestFullSync) that each Proxier embeds instead of forwarding.
 //   - What the state API (internal/inspect) and the status page
 //     (internal/statuspage) read of a proxier, from any goroutine (inspect.go,
 //     series.go): the last HistoryLen syncs (Record, Syncs), the last FailuresLen
@@ -30,5 +35,6 @@
 //     for each deleted one, which is what every mode's Plan takes.
 //
 // Contract: New has no side effects; a Core belongs to one proxier and is called
-// from its Sync goroutine only. Nothing here decides which rules to write.
+// from its Sync goroutine only, except what says otherwise (RequestFullSync,
+// the state API's readers, drift checks). Nothing here decides which rules to write.
 package proxycore

@@ -3,7 +3,6 @@ package proxycore
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -28,20 +27,16 @@ var ErrInconclusive = errors.New("the rules changed during the comparison")
 // DriftComparison is one mode's comparison of the kernel with what it applied, in
 // two halves so that the sync loop is never held up by the kernel's listing (at
 // 10,000 Services, a few hundred milliseconds): Read runs with no lock held; then
-// Compare runs under Lock, unless the proxier wrote (Writes) or, where the kernel
-// counts them, anyone committed (Generation) in between.
+// Compare runs under the Core's sync lock, unless the proxier wrote (CountWrite)
+// or, where the kernel counts them, anyone committed (Generation) in between.
 type DriftComparison[K any] struct {
-	// Lock is the proxier's sync lock, held by its Sync.
-	Lock sync.Locker
-	// Writes counts the proxier's successful kernel writes; called under Lock.
-	Writes func() uint64
 	// Generation, when set, changes with every commit to the kernel's rules by
 	// anyone (nftables' ruleset generation): a read it brackets is consistent,
 	// and a check at the generation of the last one that found nothing is skipped.
 	Generation func(ctx context.Context) (uint32, error)
 	// Read lists the kernel's rules; no lock is held.
 	Read func(ctx context.Context) (K, error)
-	// Compare, under Lock, adds to r how kernel differs from what the proxier
+	// Compare, under the sync lock, adds to r how kernel differs from what the proxier
 	// applied; ErrNothingApplied before its first successful sync.
 	Compare func(ctx context.Context, kernel K, r *drift.Report) error
 }
@@ -75,9 +70,9 @@ type cleanStamp struct {
 func compareOnce[K any](ctx context.Context, c *Core, dc *DriftComparison[K], clean **cleanStamp) (*drift.Report, error) {
 	start := c.cfg.Clock.Now()
 	r := &drift.Report{Family: string(c.cfg.Family), Checked: start}
-	dc.Lock.Lock()
-	w0 := dc.Writes()
-	dc.Lock.Unlock()
+	c.syncMu.Lock()
+	w0 := c.writes
+	c.syncMu.Unlock()
 	var g0 uint32
 	if dc.Generation != nil {
 		var err error
@@ -113,11 +108,11 @@ func compareOnce[K any](ctx context.Context, c *Core, dc *DriftComparison[K], cl
 			return nil, ErrInconclusive
 		}
 	}
-	dc.Lock.Lock()
-	defer dc.Lock.Unlock()
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
 	// A sync that announced itself before the read registered readCtx could not
 	// cancel it, but its lastBegin is later than start.
-	if dc.Writes() != w0 || c.lastBegin.Load() > start.UnixNano() {
+	if c.writes != w0 || c.lastBegin.Load() > start.UnixNano() {
 		return nil, ErrInconclusive
 	}
 	if err := dc.Compare(readCtx, kernel, r); err != nil {
@@ -159,15 +154,6 @@ func (c *Core) yieldToSync(start time.Time) {
 	}
 }
 
-// LockForSync takes the proxier's sync lock mu for a sync, after making a drift
-// comparison that holds or will soon want it give way: comparing a large table
-// under the lock takes tens of milliseconds (23 ms at 10,000 Services), which a
-// change waiting behind it would add to its latency.
-func (c *Core) LockForSync(mu sync.Locker) {
-	c.yieldToSync(c.cfg.Clock.Now())
-	mu.Lock()
-}
-
 // quiet reports whether no sync began within DriftQuiet of now.
 func (c *Core) quiet(now time.Time) bool {
 	return now.UnixNano()-c.lastBegin.Load() >= int64(DriftQuiet)
@@ -176,13 +162,13 @@ func (c *Core) quiet(now time.Time) bool {
 // RunDriftChecks compares the kernel with what was applied once per
 // Config.DriftCheckPeriod, counted from the last comparison or full sync, until
 // ctx is done (it returns nil then; at once without a period). When they differ
-// it records and logs the differences, then calls requestFull and trigger: the
-// proxier's next sync, right away, rewrites everything. A third party's change is
+// it records and logs the differences, then requests a full sync and calls
+// trigger: the proxier's next sync, right away, rewrites everything. A third party's change is
 // so found within one period (and a second) on a node whose Services ever pause
 // for DriftQuiet. A comparison gives way to syncs: it starts only in such a lull,
 // and one that a sync interrupts, or that ran while the rules changed, is made
 // again a second later; a failed one is logged and waits a period.
-func RunDriftChecks[K any](ctx context.Context, c *Core, dc *DriftComparison[K], requestFull, trigger func()) error {
+func RunDriftChecks[K any](ctx context.Context, c *Core, dc *DriftComparison[K], trigger func()) error {
 	if c.cfg.DriftCheckPeriod <= 0 {
 		return nil
 	}
@@ -215,11 +201,11 @@ func RunDriftChecks[K any](ctx context.Context, c *Core, dc *DriftComparison[K],
 		default:
 			lastErr = ""
 		}
-		dc.Lock.Lock()
+		c.syncMu.Lock()
 		c.RecordDrift(ctx, r, r.Count > 0)
-		dc.Lock.Unlock()
+		c.syncMu.Unlock()
 		if r.Count > 0 {
-			requestFull()
+			c.RequestFullSync()
 			trigger()
 		}
 	}

@@ -3,7 +3,6 @@ package proxycore
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,12 +28,9 @@ func newDriftCore(t *testing.T) (*Core, *clocktesting.FakePassiveClock) {
 // with it.
 func TestComparisonGivesWayToSync(t *testing.T) {
 	c, _ := newDriftCore(t)
-	var mu sync.Mutex
 	reading := make(chan struct{})
 	compared := false
 	dc := &DriftComparison[int]{
-		Lock:   &mu,
-		Writes: func() uint64 { return 0 },
 		Read: func(ctx context.Context) (int, error) {
 			close(reading)
 			select {
@@ -73,12 +69,9 @@ func TestComparisonGivesWayToSync(t *testing.T) {
 // the lock.
 func TestComparisonUnderLockGivesWayToSync(t *testing.T) {
 	c, _ := newDriftCore(t)
-	var mu sync.Mutex
 	comparing := make(chan struct{})
 	dc := &DriftComparison[int]{
-		Lock:   &mu,
-		Writes: func() uint64 { return 0 },
-		Read:   func(context.Context) (int, error) { return 0, nil },
+		Read: func(context.Context) (int, error) { return 0, nil },
 		Compare: func(ctx context.Context, _ int, _ *drift.Report) error {
 			close(comparing)
 			select {
@@ -101,9 +94,9 @@ func TestComparisonUnderLockGivesWayToSync(t *testing.T) {
 	}
 	locked := make(chan struct{})
 	go func() {
-		c.LockForSync(&mu)
+		c.LockForSync()
 		close(locked)
-		mu.Unlock()
+		c.UnlockSync()
 	}()
 	select {
 	case <-locked:
@@ -120,8 +113,6 @@ func TestComparisonUnderLockGivesWayToSync(t *testing.T) {
 func TestComparisonAfterAnnouncedSyncIsInconclusive(t *testing.T) {
 	c, clk := newDriftCore(t)
 	dc := &DriftComparison[int]{
-		Lock:   &sync.Mutex{},
-		Writes: func() uint64 { return 0 },
 		Read: func(context.Context) (int, error) {
 			// What yieldToSync leaves when it ran just before the read's
 			// context was registered: a later lastBegin and no cancellation.
@@ -144,8 +135,6 @@ func TestComparisonReturnsReadErrorsOfItsCaller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dc := &DriftComparison[int]{
-		Lock:    &sync.Mutex{},
-		Writes:  func() uint64 { return 0 },
 		Read:    func(ctx context.Context) (int, error) { return 0, ctx.Err() },
 		Compare: func(context.Context, int, *drift.Report) error { return nil },
 	}

@@ -133,3 +133,16 @@ type Inspectable interface {
 }
 
 var _ Inspectable = (*Core)(nil)
+
+// Describer is Published.Describe for a mode whose renderer renders one
+// ServicePort under cfg to a fragment that describes itself (every mode's
+// RenderService and Fragment.Describe).
+func Describer[C, F any, PF interface {
+	*F
+	Describe() []string
+}](cfg *C, render func(*C, *model.ServicePortView) F) func(*model.ServicePortView) []string {
+	return func(v *model.ServicePortView) []string {
+		f := render(cfg, v)
+		return PF(&f).Describe()
+	}
+}
