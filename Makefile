@@ -96,7 +96,8 @@ takeover:
 	hack/cluster.sh takeover --table=test/cluster/results/takeover.md $(CLUSTER_FLAGS)
 
 ## reliability: issue 16's scenarios in full (proxy restarts in a row with 1,000 Services;
-## the API server restarted, then down a minute; odd but valid API data; a 30-minute churn
+## the API server restarted, then down a minute; a transaction the kernel refuses; odd but
+## valid API data; a 30-minute churn
 ## soak of 10,000 Services at 50 changes/s), kproxy and upstream kube-proxy in nftables and
 ## iptables mode under continuous probes (root; about 3 h on a 2-core machine:
 ## the soak takes 2 h 5 min of it, more when loaded, the fuzzing 30 min). Writes
