@@ -206,18 +206,23 @@ func BenchmarkKernelTiming10k(b *testing.B) {
 	}
 }
 
-// BenchmarkKernelFullSync30k splits the cost of a first full sync of 30,000 Services
-// x 10 endpoints (endpoint maps, drift detection's inventory: the daemon's path) into
+// BenchmarkKernelFullSync10k and BenchmarkKernelFullSync30k split the cost of a first
+// full sync of 10,000 and 30,000 Services x 10 endpoints (endpoint maps, drift
+// detection's inventory: the daemon's path) into
 // the part in our code and the kernel's: "encode-ms" is the operations encoded and
 // read into the inventory without a socket, "sync-ms" the same written to an empty
 // table in a namespace of its own, and "sys-ms" and "user-ms" the process's CPU
 // during that write (the kernel processes the batch in the writer's sendmsg, so its
 // work is the process's system time). It needs root.
-func BenchmarkKernelFullSync30k(b *testing.B) {
+func BenchmarkKernelFullSync10k(b *testing.B) { benchKernelFullSync(b, 10000) }
+
+func BenchmarkKernelFullSync30k(b *testing.B) { benchKernelFullSync(b, 30000) }
+
+func benchKernelFullSync(b *testing.B, services int) {
 	needRoot(b)
 	cfg := testConfig(knftables.IPv4Family)
 	cfg.EndpointMaps = true
-	st := renderState(cfg, scaleViews(30000, 10))
+	st := renderState(cfg, scaleViews(services, 10))
 	for b.Loop() {
 		ex, err := New(cfg.Family, render.TableName, Options{NetNSPath: netnsPath(testNetns(b))})
 		if err != nil {
