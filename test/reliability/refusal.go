@@ -114,9 +114,9 @@ func refuse(ctx context.Context, w *World, r *scenarioRun, mode string) (string,
 	nudgeNote := func() string {
 		n, err := stopNudges()
 		if err != nil {
-			return fmt.Sprintf("; %d nudges, then: %v", n, err)
+			return fmt.Sprintf("; changes of the nudge Service: %d, then: %v", n, err)
 		}
-		return fmt.Sprintf("; %d nudges", n)
+		return fmt.Sprintf("; changes of the nudge Service: %d", n)
 	}
 
 	var counted, health string
