@@ -26,11 +26,11 @@
 //     with what it applied, split so that the kernel is read without the sync
 //     lock and compared under it, made again when the rules changed meanwhile
 //     or a sync wanted the lock (DriftComparison, CompareDrift; a proxier's Sync
-//     takes its lock with LockForSync, which makes the comparison give way); one
-//     every Config.DriftCheckPeriod, which requests and triggers a full sync when
-//     something differs (RunDriftChecks);
-//     and what the last one found (RecordDrift, LastDrift,
-//     kubeproxy_kproxy_drift_objects and _repairs_total, the log line).
+//     takes the Core's sync lock with LockForSync, which makes the comparison
+//     give way); one every Config.DriftCheckPeriod, which requests and triggers a
+//     full sync when something differs (RunDriftChecks); and what the last one
+//     found (RecordDrift, LastDrift, kubeproxy_kproxy_drift_objects and
+//     _repairs_total, the log line).
 //   - RenderChanged: renders the ServicePorts an update changed, with a nil fragment
 //     for each deleted one, which is what every mode's Plan takes.
 //
