@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -226,22 +225,11 @@ func startNudges(ctx context.Context, w *World, svc *v1.Service) (stop func() (i
 	}
 }
 
-// refusals reads refusalMetrics; a metric the proxy does not export (upstream's
-// iptables mode has no nftables counters) reads as 0, but /metrics must answer.
+// refusals reads refusalMetrics from one GET of /metrics, which must answer; a
+// metric the proxy does not export (upstream's iptables mode has no nftables
+// counters) is absent from the map, so it reads as 0.
 func refusals(ctx context.Context, px *proxytest.Proxy) (map[string]float64, error) {
-	code, _, err := px.Get(ctx, proxytest.MetricsURL)
-	if err != nil {
-		return nil, fmt.Errorf("GET /metrics: %w", err)
-	}
-	if code != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %d", code)
-	}
-	out := make(map[string]float64, len(refusalMetrics))
-	for _, m := range refusalMetrics {
-		v, _ := px.Metric(ctx, m)
-		out[m] = v
-	}
-	return out, nil
+	return px.Metrics(ctx, refusalMetrics...)
 }
 
 // healthz is /healthz's status code, or the error reading it.
@@ -259,31 +247,31 @@ func shortMetric(m string) string {
 	return name
 }
 
-// kernelChains lists the chains of the proxy's IPv4 table in node1 (nat in
-// iptables mode, the kube-proxy table in nftables mode), in one listing bounded by
+// listTable prints the proxy's IPv4 table in node1 (`iptables-save -t nat` in
+// iptables mode, `nft list table ip kube-proxy` in nftables mode), bounded by
 // listingTimeout. An error means the listing failed: nothing is known.
-func kernelChains(ctx context.Context, ns *lab.NS, mode string) (map[string]bool, error) {
+func listTable(ctx context.Context, ns *lab.NS, mode string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, listingTimeout)
 	defer cancel()
-	chains := map[string]bool{}
 	if mode == "iptables" {
-		save, err := ns.Run(ctx, lab.IPTablesCommand(v1.IPv4Protocol, "-save"), "-t", "nat")
-		if err != nil {
-			return nil, err
-		}
-		for line := range strings.Lines(save) {
-			if name, ok := strings.CutPrefix(line, ":"); ok {
-				chains[strings.Fields(name)[0]] = true
-			}
-		}
-		return chains, nil
+		return ns.Run(ctx, lab.IPTablesCommand(v1.IPv4Protocol, "-save"), "-t", "nat")
 	}
-	list, err := ns.Run(ctx, "nft", "list", "table", "ip", "kube-proxy")
+	return ns.Run(ctx, "nft", "list", "table", "ip", "kube-proxy")
+}
+
+// kernelChains lists the chains of the proxy's IPv4 table in node1 (listTable).
+func kernelChains(ctx context.Context, ns *lab.NS, mode string) (map[string]bool, error) {
+	list, err := listTable(ctx, ns, mode)
 	if err != nil {
 		return nil, err
 	}
+	chains := map[string]bool{}
 	for line := range strings.Lines(list) {
-		if f := strings.Fields(line); len(f) >= 3 && f[0] == "chain" && f[2] == "{" {
+		if mode == "iptables" {
+			if name, ok := strings.CutPrefix(line, ":"); ok {
+				chains[strings.Fields(name)[0]] = true
+			}
+		} else if f := strings.Fields(line); len(f) >= 3 && f[0] == "chain" && f[2] == "{" {
 			chains[f[1]] = true
 		}
 	}
@@ -301,10 +289,8 @@ func describeChains(ctx context.Context, ns *lab.NS, mode, chain string) string 
 
 // serviceChain finds the IPv4 per-Service chain of svc ("ns/name") in node1.
 func serviceChain(ctx context.Context, ns *lab.NS, mode, svc string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, listingTimeout)
-	defer cancel()
 	if mode == "iptables" {
-		save, err := ns.Run(ctx, lab.IPTablesCommand(v1.IPv4Protocol, "-save"), "-t", "nat")
+		save, err := listTable(ctx, ns, mode)
 		if err != nil {
 			return "", err
 		}

@@ -158,23 +158,43 @@ func (p *Proxy) Get(ctx context.Context, url string) (int, string, error) {
 // Metric reads the value of sample key (a metric's name, with its labels as /metrics
 // prints them, e.g. go_goroutines) from the proxy's /metrics.
 func (p *Proxy) Metric(ctx context.Context, key string) (float64, error) {
+	got, err := p.Metrics(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := got[key]
+	if !ok {
+		return 0, fmt.Errorf("/metrics has no %s", key)
+	}
+	return v, nil
+}
+
+// Metrics reads the samples keys (as Metric's key) from one GET of the proxy's
+// /metrics; a key /metrics does not print is absent from the map.
+func (p *Proxy) Metrics(ctx context.Context, keys ...string) (map[string]float64, error) {
 	code, body, err := p.Get(ctx, MetricsURL)
 	if err != nil {
-		return 0, fmt.Errorf("GET /metrics: %w", err)
+		return nil, fmt.Errorf("GET /metrics: %w", err)
 	}
 	if code != http.StatusOK {
-		return 0, fmt.Errorf("GET /metrics: %d", code)
+		return nil, fmt.Errorf("GET /metrics: %d", code)
 	}
+	got := make(map[string]float64, len(keys))
 	for line := range strings.Lines(body) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), key+" "); ok {
+		line = strings.TrimSpace(line)
+		for _, key := range keys {
+			rest, ok := strings.CutPrefix(line, key+" ")
+			if !ok {
+				continue
+			}
 			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 			if err != nil {
-				return 0, fmt.Errorf("/metrics: %s: %w", key, err)
+				return nil, fmt.Errorf("/metrics: %s: %w", key, err)
 			}
-			return v, nil
+			got[key] = v
 		}
 	}
-	return 0, fmt.Errorf("/metrics has no %s", key)
+	return got, nil
 }
 
 // HealthzURL and MetricsURL are the default servers' addresses inside node1.
