@@ -237,3 +237,46 @@ func TestOwnedIPSets(t *testing.T) {
 		}
 	}
 }
+
+// countingSets counts Destroy calls.
+type countingSets struct {
+	*ipset.Fake
+	destroyed []string
+}
+
+func (c *countingSets) Destroy(ctx context.Context, name string) error {
+	c.destroyed = append(c.destroyed, name)
+	return c.Fake.Destroy(ctx, name)
+}
+
+func TestIPSetsDestroyOnlyThoseThatExist(t *testing.T) {
+	w := newWorld(t)
+	sets := &countingSets{Fake: w.sets}
+	if err := cleanupIPSets(context.Background(), sets); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range sets.destroyed {
+		if !slices.Contains(ownedIPSets(), name) {
+			t.Errorf("destroyed %s, which is not ours", name)
+		}
+	}
+	if !slices.Contains(sets.destroyed, "KUBE-CLUSTER-IP") || w.hasSet("KUBE-CLUSTER-IP") {
+		t.Error("KUBE-CLUSTER-IP was not destroyed")
+	}
+	// A second run finds none of ours and destroys nothing.
+	sets.destroyed = nil
+	if err := cleanupIPSets(context.Background(), sets); err != nil {
+		t.Fatal(err)
+	}
+	if len(sets.destroyed) != 0 {
+		t.Errorf("destroyed %v on a node without our sets", sets.destroyed)
+	}
+	// When the sets cannot be listed, every name is tried, as upstream does.
+	w.sets.SetError("ListSets", errors.New("list failed"))
+	if err := cleanupIPSets(context.Background(), sets); err != nil {
+		t.Fatal(err)
+	}
+	if len(sets.destroyed) != len(ownedIPSets()) {
+		t.Errorf("destroyed %d names after a failed list, want all %d", len(sets.destroyed), len(ownedIPSets()))
+	}
+}

@@ -32,22 +32,42 @@ func cleanupIPTables(ctx context.Context, families []iptables.Interface) error {
 func cleanupIPTablesFamily(ctx context.Context, ipt iptables.Interface) error {
 	var errs []error
 
-	// Unlink our chains from the built-in chains first; the restore below
-	// cannot delete a chain something still jumps to.
-	for _, j := range ownedJumps() {
-		if err := ipt.DeleteRule(ctx, j.table, j.from, j.args()...); err != nil {
-			errs = append(errs, fmt.Errorf("removing jump %s/%s -> %s: %w", j.table, j.from, j.to, err))
-		}
-	}
-
-	// Flush and delete our chains of each table in one transaction.
+	// Read the nat and filter tables once, first: which of our chains exist
+	// decides both which jumps to delete (a rule cannot jump to a chain that
+	// does not exist) and which chains the restore deletes. A node without
+	// leftovers, every node at every start, is then cleaned with one save per
+	// table instead of one iptables process per jump as well (17 per family,
+	// about 0.3 s of CPU while the first lists are decoded).
+	existing := map[iptables.Table]map[iptables.Chain]bool{}
 	for _, table := range []iptables.Table{tableNAT, tableFilter} {
 		var dump bytes.Buffer
 		if err := ipt.SaveInto(ctx, table, &dump); err != nil {
 			errs = append(errs, fmt.Errorf("saving %s: %w", table, err))
 			continue
 		}
-		data := restoreInput(table, chainsInDump(dump.Bytes()))
+		existing[table] = chainsInDump(dump.Bytes())
+	}
+
+	// Unlink our chains from the built-in chains first; the restore below
+	// cannot delete a chain something still jumps to. Without a dump of the
+	// table, every jump is tried.
+	for _, j := range ownedJumps() {
+		if chains, ok := existing[j.table]; ok && !chains[j.to] {
+			continue
+		}
+		if err := ipt.DeleteRule(ctx, j.table, j.from, j.args()...); err != nil {
+			errs = append(errs, fmt.Errorf("removing jump %s/%s -> %s: %w", j.table, j.from, j.to, err))
+		}
+	}
+
+	// Flush and delete our chains of each table in one transaction. Deleting
+	// the jumps changed no chain, so the dumps above still say which exist.
+	for _, table := range []iptables.Table{tableNAT, tableFilter} {
+		chains, ok := existing[table]
+		if !ok {
+			continue
+		}
+		data := restoreInput(table, chains)
 		if data == nil {
 			continue
 		}

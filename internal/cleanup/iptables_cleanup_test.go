@@ -184,3 +184,68 @@ func TestOwnedJumpsDeduplicated(t *testing.T) {
 		t.Errorf("got %d distinct jumps", len(seen))
 	}
 }
+
+// kubeletOnly is a node's tables with the kubelet's chains and no leftover of
+// the iptables or ipvs proxier.
+const kubeletOnly = `*nat
+:PREROUTING ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:POSTROUTING ACCEPT [0:0]
+:KUBE-KUBELET-CANARY - [0:0]
+COMMIT
+*filter
+:INPUT ACCEPT [0:0]
+:FORWARD ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:KUBE-FIREWALL - [0:0]
+-A INPUT -j KUBE-FIREWALL
+COMMIT
+`
+
+func TestIPTablesCleanupWithoutLeftoversOnlyReads(t *testing.T) {
+	f := iptables.NewFake(v1.IPv4Protocol)
+	if err := f.Load(kubeletOnly); err != nil {
+		t.Fatal(err)
+	}
+	before := f.DumpAll()
+	if err := cleanupIPTables(context.Background(), []iptables.Interface{f}); err != nil {
+		t.Fatal(err)
+	}
+	// No chain of ours exists, so no rule can jump to one: nothing to delete.
+	if n := f.Calls(iptables.OpDeleteRule); n != 0 {
+		t.Errorf("%d jump deletions on a node without leftovers, want 0", n)
+	}
+	if n := len(f.Restores()); n != 0 {
+		t.Errorf("%d restores on a node without leftovers, want 0", n)
+	}
+	if n := f.Calls(iptables.OpSaveInto); n != 2 {
+		t.Errorf("%d saves, want 2 (nat and filter)", n)
+	}
+	if f.DumpAll() != before {
+		t.Error("a node without leftovers was modified")
+	}
+}
+
+func TestIPTablesCleanupTriesEveryJumpOfAnUnreadableTable(t *testing.T) {
+	f := loadFake(t, v1.IPv4Protocol, "iptables-mode.save")
+	saveErr := errors.New("nat save failed")
+	f.FailNext(iptables.OpSaveInto, saveErr) // nat is read first
+	err := cleanupIPTables(context.Background(), []iptables.Interface{f})
+	if !errors.Is(err, saveErr) {
+		t.Fatalf("error %v does not wrap the save failure", err)
+	}
+	// The nat jumps are deleted without a dump, and filter is cleaned in full.
+	for _, j := range ownedJumps() {
+		for _, r := range f.Rules(j.table, j.from) {
+			if ruleTarget(r) == string(j.to) {
+				t.Errorf("%s/%s still jumps to %s", j.table, j.from, j.to)
+			}
+		}
+	}
+	if f.HasChain(tableFilter, "KUBE-SERVICES") {
+		t.Error("filter was not cleaned after the nat save failed")
+	}
+	if !f.HasChain(tableNAT, "KUBE-SERVICES") {
+		t.Error("nat chains were deleted without a dump saying they exist")
+	}
+}

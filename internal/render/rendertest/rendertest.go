@@ -90,6 +90,23 @@ func ScaleViews(n, eps int) []*model.ServicePortView {
 	return views
 }
 
+// PlainViews are n Services shaped as make bench's (bench/load.go): one TCP port
+// 80 with a ClusterIP only and eps endpoints each, none on this node.
+func PlainViews(n, eps int) []*model.ServicePortView {
+	views := make([]*model.ServicePortView, n)
+	for i := range views {
+		sp := ServicePort("default", fmt.Sprintf("bench-%05d", i), "http", v1.ProtocolTCP,
+			fmt.Sprintf("172.30.%d.%d", i/250, i%250+1), 80)
+		list := make([]*model.Endpoint, eps)
+		for j := range list {
+			n := i*eps + j
+			list[j] = Endpoint(fmt.Sprintf("10.%d.%d.%d", n/65536, (n/256)%256, n%256), 80, false)
+		}
+		views[i] = View(sp, list...)
+	}
+	return views
+}
+
 // Addrs parses addresses.
 func Addrs(s ...string) []netip.Addr {
 	out := make([]netip.Addr, len(s))
