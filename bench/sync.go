@@ -48,11 +48,11 @@ func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sa
 	go func() {
 		defer wg.Done()
 		defer close(probed)
-		probesDone = waitProbes(ctx, client, sample)
+		probesDone = waitProbes(ctx, func(ctx context.Context, s *Svc) bool { return probeAnswers(ctx, client, s) }, sample)
 	}()
 	go func() {
 		defer wg.Done()
-		elemsDone, last = waitElements(ctx, l.Node1.NS, r.Mode, n, probed)
+		elemsDone, last = waitElements(ctx, func(ctx context.Context) (int, error) { return CountServices(ctx, l.Node1.NS, r.Mode) }, n, probed)
 	}()
 	exited := make(chan struct{})
 	go func() {
@@ -83,22 +83,27 @@ func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sa
 	return res, nil
 }
 
-// waitProbes probes the unanswered sample concurrently, a round every 100ms, and
-// returns when all answered (zero time when ctx ended first).
-func waitProbes(ctx context.Context, client *lab.Pod, sample []*Svc) time.Time {
+// waitProbes returns when every sampled Service answered (zero time when ctx ended
+// first). It watches one unanswered Service closely, starting a probe of it every
+// sentinelInterval, and once that one answers probes every unanswered one in a round
+// (concurrently); those that did not answer are watched the same way. A proxy that
+// programs its Services in one transaction (both nftables modes' full sync, iptables'
+// restore) is then seen within sentinelInterval plus a round trip.
+//
+// Why not rounds of the whole sample: a probe of a ClusterIP not yet programmed
+// waits out ProbeTimeout, so rounds came every 200 ms, and a sync was seen 0 to 200
+// ms after it ended (100 ms on average: 5% of a 2 s sync). Probing the whole sample
+// every sentinelInterval would cost the proxy being measured CPU; one Service does not.
+func waitProbes(ctx context.Context, probe func(context.Context, *Svc) bool, sample []*Svc) time.Time {
 	pending := append([]*Svc(nil), sample...)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	for {
+		if !waitAnswers(ctx, probe, pending[0]) {
+			return time.Time{}
+		}
 		ok := make([]bool, len(pending))
 		var wg sync.WaitGroup
 		for i, s := range pending {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res := client.NS.ProbeWith(ctx, lab.Probe{Protocol: v1.ProtocolTCP, Target: netip.AddrPortFrom(s.ClusterIP, ServicePort), Timeout: ProbeTimeout})
-				ok[i] = res.Outcome == lab.Answered
-			}()
+			wg.Go(func() { ok[i] = probe(ctx, s) })
 		}
 		wg.Wait()
 		now := time.Now()
@@ -111,44 +116,117 @@ func waitProbes(ctx context.Context, client *lab.Pod, sample []*Svc) time.Time {
 		if pending = still; len(pending) == 0 {
 			return now
 		}
+	}
+}
+
+// sentinelInterval is how often waitAnswers starts a probe.
+const sentinelInterval = 20 * time.Millisecond
+
+// waitAnswers starts a probe of s every sentinelInterval (each waits up to
+// ProbeTimeout, so several are in flight) until one answers, and reports whether one
+// did before ctx ended. The probes still in flight are cancelled and waited for.
+func waitAnswers(ctx context.Context, probe func(context.Context, *Svc) bool, s *Svc) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answered := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(sentinelInterval)
+	defer tick.Stop()
+	for {
+		wg.Go(func() {
+			if probe(ctx, s) {
+				select {
+				case answered <- struct{}{}:
+				default:
+				}
+			}
+		})
 		select {
+		case <-answered:
+			return true
 		case <-ctx.Done():
-			return time.Time{}
+			return false
 		case <-tick.C:
 		}
 	}
 }
 
-// waitElements polls CountServices until it reaches n, every 100-250ms (four times the
-// last dump's duration, within those bounds), so the checker's own cost stays small
-// beside the proxy's.
+// probeAnswers probes s's ClusterIP from client once.
+func probeAnswers(ctx context.Context, client *lab.Pod, s *Svc) bool {
+	res := client.NS.ProbeWith(ctx, lab.Probe{Protocol: v1.ProtocolTCP, Target: netip.AddrPortFrom(s.ClusterIP, ServicePort), Timeout: ProbeTimeout})
+	return res.Outcome == lab.Answered
+}
+
+// waitElements returns when count (CountServices) reaches n (zero time when ctx ended first),
+// with the last count and its error, which say why a capped sync was not seen.
 //
-// Once the probes all answered (probed closed), the proxy has written its rules and
-// the count is read again at once, without pause, so that the check's own interval
-// does not add to the figure.
-//
-// It also returns the last count and its error, which say why a capped sync was not
-// seen.
-func waitElements(ctx context.Context, ns *lab.NS, mode string, n int, probed <-chan struct{}) (time.Time, elementCount) {
+// Until the probes all answered (probed closed) it reads the count every 100-250ms
+// (four times the last dump's duration, within those bounds), so the checker's own
+// cost stays small beside the proxy's. Once they have, the proxy has written its
+// rules: a new reader starts at once and reads without pause, next to a dump that
+// may be in flight (and may have read the table before the proxy's transaction), so
+// that neither the check's interval nor a stale dump adds to the figure.
+func waitElements(ctx context.Context, count func(context.Context) (int, error), n int, probed <-chan struct{}) (time.Time, elementCount) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan elementPoll, 2)
+	go func() { results <- pollElements(ctx, count, n, probed) }()
+	running := 1
+	var last elementCount
+	for {
+		select {
+		case r := <-results:
+			running--
+			last = r.last
+			if !r.at.IsZero() {
+				return r.at, r.last
+			}
+			if running == 0 && (probed == nil || ctx.Err() != nil) {
+				return time.Time{}, last
+			}
+		case <-probed:
+			probed = nil
+			running++
+			go func() { results <- pollElements(ctx, count, n, nil) }()
+		}
+	}
+}
+
+// elementPoll is the end of one pollElements: when the count reached n (zero when it
+// did not) and the last count read.
+type elementPoll struct {
+	at   time.Time
+	last elementCount
+}
+
+// pollElements reads count until it reaches n. With until non-nil it pauses
+// between reads and stops, without a result, once until is closed; with until nil it
+// reads without pause. It stops when ctx ends.
+func pollElements(ctx context.Context, count func(context.Context) (int, error), n int, until <-chan struct{}) elementPoll {
+	var last elementCount
 	for {
 		start := time.Now()
-		count, err := CountServices(ctx, ns, mode)
+		c, err := count(ctx)
 		now := time.Now()
-		last := elementCount{count, err}
-		if err == nil && count >= n {
-			return now, last
+		last = elementCount{c, err}
+		if err == nil && c >= n {
+			return elementPoll{now, last}
+		}
+		if until == nil {
+			if ctx.Err() != nil {
+				return elementPoll{last: last}
+			}
+			continue
 		}
 		// Bounded above too: a dump blocked behind the proxy's big transaction must not
 		// stretch the next interval.
 		wait := min(250*time.Millisecond, max(100*time.Millisecond, 4*now.Sub(start)))
-		if probed == nil {
-			wait = 0
-		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, last
-		case <-probed:
-			probed = nil // from now on, no pause
+			return elementPoll{last: last}
+		case <-until:
+			return elementPoll{last: last}
 		case <-time.After(wait):
 		}
 	}
