@@ -300,24 +300,3 @@ func ClusterIPRuleCount(ctx context.Context, ns *lab.NS) (int, error) {
 	})
 	return n, err
 }
-
-// ServiceIPsCount counts the elements of map service-ips in table ip kube-proxy. It reads
-// them over netlink from inside ns: `nft list map` takes most of a second at 10,000
-// elements on a loaded machine, too slow and costly to poll beside the proxy.
-func ServiceIPsCount(ctx context.Context, ns *lab.NS) (int, error) {
-	var n int
-	err := ns.Do(func() error {
-		c, err := nftables.New()
-		if err != nil {
-			return err
-		}
-		set, err := c.GetSetByName(&nftables.Table{Name: "kube-proxy", Family: nftables.TableFamilyIPv4}, "service-ips")
-		if err != nil {
-			return err
-		}
-		elems, err := c.GetSetElements(set)
-		n = len(elems)
-		return err
-	})
-	return n, err
-}
