@@ -8,18 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kproxy/kproxy/internal/testing/roottest"
 	"github.com/kproxy/kproxy/test/lab"
 )
 
 // TestServiceIPsCount counts a service-ips map of 5,000 elements, written by nft in
 // a namespace of the test's own, and reports a missing table as an error.
 func TestServiceIPsCount(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("needs the nft binary to write the map")
-	}
+	roottest.Require(t, "creates a network namespace and writes a map in it with nft", "ip", "nft")
 	name := fmt.Sprintf("kpbench-count-%d", os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v: %s", err, out)

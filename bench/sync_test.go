@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kproxy/kproxy/internal/testing/poll"
 )
 
 // fakeNetwork answers probes of a Service once it is programmed; a probe of one not
@@ -54,18 +56,6 @@ func (f *fakeNetwork) probeCount(s *Svc) int {
 	return f.probes[s]
 }
 
-// waitFor polls cond every millisecond until it holds, failing after 10 s with what.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after 10s waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestWaitProbesWatchesOneServiceThenProbesAll(t *testing.T) {
 	net := newFakeNetwork()
 	sample := []*Svc{{Index: 0}, {Index: 1}, {Index: 2}}
@@ -73,7 +63,7 @@ func TestWaitProbesWatchesOneServiceThenProbesAll(t *testing.T) {
 	go func() { done <- waitProbes(context.Background(), net.probe, sample) }()
 
 	// Until the first Service answers, only it is probed, several times.
-	waitFor(t, "three probes of the first Service", func() bool { return net.probeCount(sample[0]) >= 3 })
+	poll.Until(t, "three probes of the first Service", func() bool { return net.probeCount(sample[0]) >= 3 })
 	for _, s := range sample[1:] {
 		if n := net.probeCount(s); n != 0 {
 			t.Fatalf("Service %d probed %d times before the first answered", s.Index, n)
@@ -82,7 +72,7 @@ func TestWaitProbesWatchesOneServiceThenProbesAll(t *testing.T) {
 
 	// The first answers, the third does not yet: the round finds it, and it is watched.
 	net.program(sample[0], sample[1])
-	waitFor(t, "the third Service to be probed", func() bool { return net.probeCount(sample[2]) >= 2 })
+	poll.Until(t, "the third Service to be probed", func() bool { return net.probeCount(sample[2]) >= 2 })
 	select {
 	case <-done:
 		t.Fatal("waitProbes returned before every Service answered")
@@ -102,7 +92,7 @@ func TestWaitProbesEndsWithItsContext(t *testing.T) {
 	svc := &Svc{}
 	done := make(chan time.Time, 1)
 	go func() { done <- waitProbes(ctx, net.probe, []*Svc{svc}) }()
-	waitFor(t, "a probe", func() bool { return net.probeCount(svc) > 0 })
+	poll.Until(t, "a probe", func() bool { return net.probeCount(svc) > 0 })
 	cancel()
 	if at := <-done; !at.IsZero() {
 		t.Errorf("returned %v after its context ended, want the zero time", at)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kproxy/kproxy/internal/testing/poll"
 )
 
 // fakeNet answers every probe in memory (net.Pipe) as netexec would, with the
@@ -50,18 +52,6 @@ func (f *fakeNet) dial(_ context.Context, network, addr string) (net.Conn, error
 		}
 	}()
 	return client, nil
-}
-
-// waitFor polls cond until it holds, or fails the test naming what it awaited.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after 10s waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func counted(s Summary) (attempts, pending int) {
@@ -107,7 +97,7 @@ func TestProberSchedulesAndSummarises(t *testing.T) {
 	// 10 probes a second per target over 2 targets: a launch every 50ms, alternating.
 	settled := func(want int) {
 		t.Helper()
-		waitFor(t, fmt.Sprintf("%d probes counted and the scheduler waiting", want), func() bool {
+		poll.Until(t, fmt.Sprintf("%d probes counted and the scheduler waiting", want), func() bool {
 			a, pending := counted(p.Summary())
 			return a == want && pending == 0 && fc.HasWaiters()
 		})
