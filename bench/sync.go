@@ -87,8 +87,8 @@ func WaitSynced(ctx context.Context, l *lab.Lab, r *Running, client *lab.Pod, sa
 // first). It watches one unanswered Service closely, starting a probe of it every
 // sentinelInterval, and once that one answers probes every unanswered one in a round
 // (concurrently); those that did not answer are watched the same way. A proxy that
-// programs its Services in one transaction (both nftables modes' full sync, iptables'
-// restore) is then seen within sentinelInterval plus a round trip.
+// programs its Services in one transaction (the nftables mode's full sync, the
+// iptables mode's restore) is then seen within sentinelInterval plus a round trip.
 //
 // Why not rounds of the whole sample: a probe of a ClusterIP not yet programmed
 // waits out ProbeTimeout, so rounds came every 200 ms, and a sync was seen 0 to 200
