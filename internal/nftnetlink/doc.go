@@ -20,7 +20,8 @@
 // attributes (the normalisations a kernel dump needs are listed in canon.go) and
 // keep its 64-bit hash, and CompareInventories lists the differences
 // (internal/drift). TableExists (one request) and Generation (the namespace's
-// ruleset generation) are the cheap checks around it.
+// ruleset generation) are the cheap checks around it; CountElements counts a set's
+// elements from one dump without decoding them (kproxy-bench's poll of a sync).
 //
 // Executor implements knftables.Interface. ListAll lists the table's chain, set,
 // map and counter names itself, by netlink dumps that never read set elements; the other List*

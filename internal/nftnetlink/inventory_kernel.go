@@ -130,31 +130,34 @@ func tableFill(attr uint16, table string) func(*builder) {
 // TableExists reports whether the table exists: one request, for a check that
 // runs every second.
 func (e *Executor) TableExists(ctx context.Context) (bool, error) {
+	return withSocket(ctx, e, func(sock *socket) (bool, error) { return tableExists(sock, e.nfproto, e.table) })
+}
+
+// withSocket runs one short exchange, fn, on a socket of its own (closed after),
+// unless ctx has already ended.
+func withSocket[T any](ctx context.Context, e *Executor, fn func(*socket) (T, error)) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return zero, err
 	}
 	sock, err := e.openSocket()
 	if err != nil {
-		return false, fmt.Errorf("nftnetlink: %w", err)
+		return zero, fmt.Errorf("nftnetlink: %w", err)
 	}
 	defer sock.close()
-	return tableExists(sock, e.nfproto, e.table)
+	return fn(sock)
 }
 
 // Generation returns the ruleset generation of the network namespace: it
 // changes with every nftables transaction committed there (anyone's, any table),
 // so an unchanged generation means an unchanged table.
 func (e *Executor) Generation(ctx context.Context) (uint32, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	sock, err := e.openSocket()
-	if err != nil {
-		return 0, fmt.Errorf("nftnetlink: %w", err)
-	}
-	defer sock.close()
+	return withSocket(ctx, e, e.generation)
+}
+
+func (e *Executor) generation(sock *socket) (uint32, error) {
 	var gen uint32
-	err = exchange(sock, unix.NFT_MSG_GETGEN, unix.NLM_F_ACK, e.nfproto, nil, func(msg []byte) {
+	err := exchange(sock, unix.NFT_MSG_GETGEN, unix.NLM_F_ACK, e.nfproto, nil, func(msg []byte) {
 		id, _ := attrGet(msg, unix.NFTA_GEN_ID)
 		gen = be32(id)
 	})
@@ -180,14 +183,54 @@ func tableExists(sock *socket, nfproto byte, table string) (bool, error) {
 // dumpElementLists calls each with the NFTA_SET_ELEM_LIST_ELEMENTS of every
 // message of a dump of set's elements.
 func dumpElementLists(sock *socket, nfproto byte, table, set string, each func([]byte)) error {
-	return dumpRaw(sock, unix.NFT_MSG_GETSETELEM, nfproto, func(b *builder) {
+	return dumpRaw(sock, unix.NFT_MSG_GETSETELEM, nfproto, elementsFill(table, set), elementLists(each))
+}
+
+// elementsFill writes a request's table and set attributes, for set's elements.
+func elementsFill(table, set string) func(*builder) {
+	return func(b *builder) {
 		b.attrString(unix.NFTA_SET_ELEM_LIST_TABLE, table)
 		b.attrString(unix.NFTA_SET_ELEM_LIST_SET, set)
-	}, func(msg []byte) {
+	}
+}
+
+// elementLists calls each with a reply's NFTA_SET_ELEM_LIST_ELEMENTS, if it has one.
+func elementLists(each func([]byte)) func(msg []byte) {
+	return func(msg []byte) {
 		if l, ok := attrGet(msg, unix.NFTA_SET_ELEM_LIST_ELEMENTS); ok {
 			each(l)
 		}
-	})
+	}
+}
+
+// CountElements counts the elements of set in the table from one dump, without
+// decoding them: a poll of the kernel that must cost little (kproxy-bench reads
+// service-ips so while a proxy syncs; 20 ms at 30,000 elements, against 220-270 ms
+// for google/nftables' GetSetElements, which decodes every element and reads the
+// dump in the small parts for which the kernel restarts its walk of a hashed set).
+// A missing table or set is an error (ENOENT), not a count of 0.
+func (e *Executor) CountElements(ctx context.Context, set string) (int, error) {
+	return withSocket(ctx, e, func(sock *socket) (int, error) { return e.countElements(sock, set) })
+}
+
+func (e *Executor) countElements(sock *socket, set string) (int, error) {
+	n := 0
+	err := exchange(sock, unix.NFT_MSG_GETSETELEM, unix.NLM_F_DUMP, e.nfproto, elementsFill(e.table, set), elementLists(func(list []byte) {
+		for b := list; len(b) > 0; {
+			typ, _, rest, ok := nextAttr(b)
+			if !ok {
+				return
+			}
+			if typ == unix.NFTA_LIST_ELEM {
+				n++
+			}
+			b = rest
+		}
+	}))
+	if err != nil {
+		return 0, fmt.Errorf("nftnetlink: counting the elements of %s %s: %w", e.table, set, err)
+	}
+	return n, nil
 }
 
 // addElements hashes the elements of one NFTA_SET_ELEM_LIST_ELEMENTS attribute of

@@ -2,6 +2,7 @@ package nftnetlink
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -307,4 +308,30 @@ func existingOf(inv *Inventory) *render.Existing {
 	slices.Sort(e.Maps)
 	slices.Sort(e.Counters)
 	return e
+}
+
+// TestCountElements counts a map's elements across many dump parts (more than one
+// 64 KiB read), and reports a missing set as an error rather than 0.
+func TestCountElements(t *testing.T) {
+	ns, ex := testExecutor(t)
+	ctx := context.Background()
+	if n, err := ex.CountElements(ctx, "service-ips"); err == nil {
+		t.Fatalf("count without a table = %d, want an error", n)
+	}
+	const elements = 3000
+	var script strings.Builder
+	script.WriteString("add table ip kube-proxy\nadd chain ip kube-proxy svc\n")
+	script.WriteString("add map ip kube-proxy service-ips { type ipv4_addr . inet_proto . inet_service : verdict ; }\n")
+	for i := range elements {
+		fmt.Fprintf(&script, "add element ip kube-proxy service-ips { 198.51.%d.%d . tcp . 80 : goto svc }\n", i/250, i%250+1)
+	}
+	if out, err := nftIn(ns, script.String()); err != nil {
+		t.Fatalf("nft: %v\n%s", err, out)
+	}
+	if n, err := ex.CountElements(ctx, "service-ips"); err != nil || n != elements {
+		t.Fatalf("CountElements = %d, %v; want %d", n, err, elements)
+	}
+	if n, err := ex.CountElements(ctx, "no-such-map"); err == nil {
+		t.Fatalf("count of a missing map = %d, want an error", n)
+	}
 }
